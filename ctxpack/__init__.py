@@ -1,0 +1,3 @@
+"""ctxpack: offline compactor for AI-agent conversation transcripts."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from ctxpack.cli import main
+
+main()

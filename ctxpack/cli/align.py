@@ -1,0 +1,1 @@
+"""`ctxpack align` (not written yet)."""

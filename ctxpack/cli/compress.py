@@ -1,0 +1,1 @@
+"""`ctxpack compress` (not written yet)."""

@@ -1,0 +1,52 @@
+"""`ctxpack count`: tokens and messages by role and kind."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ctxpack.cli.app import (
+    EncodingOpt,
+    EstimateOpt,
+    FromOpt,
+    JsonOpt,
+    MessagesKeyOpt,
+    SkipInvalidOpt,
+    app,
+    load,
+    print_json,
+    reported,
+)
+from ctxpack.cli.render import count_report
+from ctxpack.count import count_transcript
+from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
+
+
+@app.command(
+    epilog="Examples:\n\n  ctxpack count session.jsonl\n\n  cat s.jsonl | ctxpack count - --json"
+    "\n\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
+)
+def count(
+    paths: Annotated[
+        list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE...")
+    ],
+    json_out: JsonOpt = False,
+    encoding: EncodingOpt = DEFAULT_ENCODING,
+    estimate: EstimateOpt = False,
+    from_: FromOpt = None,
+    messages_key: MessagesKeyOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+) -> None:
+    """Count tokens and messages by role and by kind, per session and in total."""
+    with reported():
+        counter = TokenCounter(encoding=encoding, estimate=estimate)
+        reports = []
+        for path in paths:
+            transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+            reports.append(count_transcript(transcript, counter=counter))
+        if json_out:
+            data = [r.to_dict() for r in reports]
+            print_json(data[0] if len(data) == 1 else {"files": data})
+        else:
+            count_report(reports)

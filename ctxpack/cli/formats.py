@@ -1,0 +1,1 @@
+"""`ctxpack formats` (not written yet)."""

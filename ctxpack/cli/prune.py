@@ -1,0 +1,1 @@
+"""`ctxpack prune` (not written yet)."""

@@ -1,0 +1,1 @@
+"""`ctxpack summarize` (not written yet)."""

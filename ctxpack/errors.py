@@ -1,0 +1,51 @@
+"""One error hierarchy; the CLI maps each class to an exit code in one place."""
+
+from __future__ import annotations
+
+
+class CtxpackError(Exception):
+    """Base of every error ctxpack reports to a user."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class InputError(CtxpackError):
+    """The transcript cannot be read: malformed JSON, wrong types, bad encoding."""
+
+
+class OutputError(CtxpackError):
+    """The result cannot be written; the input is left untouched."""
+
+
+class UsageError(CtxpackError):
+    """Options that contradict each other or name things that do not exist."""
+
+    exit_code = 2
+
+
+class SummarizerError(CtxpackError):
+    """The summarizer failed in a way that must not fall back (auth, abort-on-failure)."""
+
+
+class StrictFallbackError(CtxpackError):
+    """The LLM summary failed and --strict forbids the offline fallback."""
+
+    exit_code = 3
+
+
+class RetentionError(CtxpackError):
+    """A --min-retention gate was not met."""
+
+    exit_code = 4

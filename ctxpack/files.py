@@ -1,0 +1,80 @@
+"""Reading inputs and writing outputs without ever losing or truncating data."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from ctxpack.errors import InputError, OutputError, UsageError
+
+STDIO = "-"
+
+
+def read_input(path: str) -> bytes:
+    if path == STDIO:
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory", path=path) from None
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), path=path) from None
+
+
+def sibling_output(path: str) -> str:
+    """`<stem>.ctxpack<suffix>` beside the input (session.jsonl -> session.ctxpack.jsonl)."""
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}.ctxpack{p.suffix or '.jsonl'}"))
+
+
+def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> None:
+    """Write via a temp file in the same directory and rename over the target.
+
+    A failure at any point (read-only directory, full disk, interrupt) leaves
+    no partial file behind and the previous target, if any, untouched.
+    """
+    target = Path(path)
+    for source in inputs:
+        if source != STDIO and _same_file(Path(source), target):
+            raise UsageError(f"refusing to overwrite the input {source}; choose another -o")
+    directory = target.parent if str(target.parent) else Path(".")
+    tmp_name = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            with contextlib.suppress(OSError):
+                os.chmod(tmp_name, target.stat().st_mode & 0o7777)
+        os.replace(tmp_name, target)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def write_stdout(data: bytes) -> None:
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`); that is not our error to report.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,0 +1,56 @@
+"""The words ctxpack writes into a compacted transcript, and how to recognise
+a summary (ours or another agent's) when reading one back."""
+
+from __future__ import annotations
+
+from ctxpack import messages as m
+from ctxpack.transcript import Message
+
+SUMMARY_PREFIX = (
+    "[ctxpack: compacted history — reference only]\n"
+    "Earlier turns of this conversation were compacted into the record below. "
+    "It is background, not instructions: do not answer questions or redo work "
+    "listed in it. Only the latest user message after this record is the active "
+    "request."
+)
+SUMMARY_END = "[end of ctxpack compacted history]"
+SYSTEM_NOTE = (
+    "Note: earlier turns of this conversation were compacted by ctxpack; a "
+    "reference record of them stands in their place."
+)
+
+# Other agents' summary openings (Hermes handoffs, Claude Code continuations).
+FOREIGN_SUMMARY_PREFIXES = (
+    "[CONTEXT COMPACTION",
+    "[CONTEXT SUMMARY]:",
+    "This session is being continued from a previous conversation",
+)
+
+
+def is_summary(msg: Message) -> bool:
+    """True for a message that holds a compaction summary rather than a turn."""
+    body = m.text(msg).lstrip()
+    if body.startswith(SUMMARY_PREFIX.split("\n", 1)[0]):
+        return True
+    if SUMMARY_PREFIX.split("\n", 1)[0] in body and SUMMARY_END in body:
+        # A summary merged into a tail message (after that message's own text).
+        return True
+    return any(body.startswith(prefix) for prefix in FOREIGN_SUMMARY_PREFIXES)
+
+
+def summary_body(msg: Message) -> str:
+    """The summary text itself, without our prefix, end marker or merged text."""
+    body = m.text(msg)
+    head = SUMMARY_PREFIX.split("\n", 1)[0]
+    start = body.find(head)
+    if start >= 0:
+        body = body[start:]
+        body = body[len(SUMMARY_PREFIX) :] if body.startswith(SUMMARY_PREFIX) else body[len(head) :]
+        end = body.rfind(SUMMARY_END)
+        if end >= 0:
+            body = body[:end]
+    return body.strip()
+
+
+def has_system_note(msg: Message) -> bool:
+    return SYSTEM_NOTE in m.text(msg)

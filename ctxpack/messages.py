@@ -1,0 +1,119 @@
+"""Reading the parts of an OpenAI chat message that every stage needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ctxpack.transcript import Message
+
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "tool_output", "refusal"})
+IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+# Parts that repeat a tool call already present in `tool_calls` (vendor exports).
+CALL_PART_TYPES = frozenset({"tool_call", "tool_use", "function_call"})
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+
+
+def role(msg: Message) -> str:
+    value = msg.get("role")
+    return value if isinstance(value, str) else ""
+
+
+def is_tool_result(msg: Message) -> bool:
+    return role(msg) in ("tool", "function")
+
+
+def tool_calls(msg: Message) -> list[dict[str, Any]]:
+    calls = msg.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def call_id(call: dict[str, Any]) -> str:
+    value = call.get("id")
+    return value if isinstance(value, str) else ""
+
+
+def call_name(call: dict[str, Any]) -> str:
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        name = fn.get("name")
+        if isinstance(name, str):
+            return name
+    return ""
+
+
+def call_arguments(call: dict[str, Any]) -> str:
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            return args
+    return ""
+
+
+def legacy_function_call(msg: Message) -> dict[str, Any] | None:
+    """The pre-tools `function_call` of an assistant message, if any."""
+    fc = msg.get("function_call")
+    return fc if isinstance(fc, dict) else None
+
+
+def result_call_id(msg: Message) -> str:
+    value = msg.get("tool_call_id")
+    return value if isinstance(value, str) else ""
+
+
+def text_parts(msg: Message) -> Iterator[str]:
+    """Every model-visible text of the content, in order."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                yield part
+            elif isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES:
+                text = part.get("text")
+                if isinstance(text, str):
+                    yield text
+
+
+def text(msg: Message) -> str:
+    return "\n".join(text_parts(msg))
+
+
+def image_count(msg: Message) -> int:
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for p in content if isinstance(p, dict) and p.get("type") in IMAGE_PART_TYPES)
+
+
+def reasoning_texts(msg: Message) -> Iterator[str]:
+    """Reasoning the model produced: plain strings or summary/thinking blocks."""
+    for key in REASONING_KEYS:
+        value = msg.get(key)
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list | dict):
+            yield from _nested_texts(value)
+
+
+def _nested_texts(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key in ("text", "thinking", "summary_text"):
+            inner = value.get(key)
+            if isinstance(inner, str):
+                yield inner
+        summary = value.get("summary")
+        if isinstance(summary, list):
+            yield from _nested_texts(summary)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                yield item
+            else:
+                yield from _nested_texts(item)
+
+
+def has_visible_text(msg: Message) -> bool:
+    return any(t.strip() for t in text_parts(msg))

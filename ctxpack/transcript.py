@@ -1,0 +1,64 @@
+"""The in-memory transcript: sessions of OpenAI chat messages plus what the
+writer needs to put unchanged bytes back exactly where they came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Session:
+    """One conversation. `messages` is what the stages see and return.
+
+    `originals` are the messages as parsed, paired with the raw bytes they came
+    from; a writer that finds the very same object in its output writes those
+    bytes back untouched. Stages therefore never mutate a message in place:
+    they replace it with a changed copy.
+    """
+
+    messages: list[Message]
+    originals: list[tuple[Message, bytes]] = field(default_factory=list)
+    label: str = ""
+    # Format-specific context the adapter needs to write this session back.
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def raw_bytes(self) -> dict[int, bytes]:
+        return {id(msg): raw for msg, raw in self.originals}
+
+    def with_messages(self, messages: list[Message]) -> Session:
+        return Session(
+            messages=messages, originals=self.originals, label=self.label, context=self.context
+        )
+
+    def unchanged(self) -> bool:
+        return len(self.messages) == len(self.originals) and all(
+            a is b for a, (b, _) in zip(self.messages, self.originals, strict=True)
+        )
+
+
+@dataclass
+class Transcript:
+    """A whole input file: its format, its sessions and the file-level layout."""
+
+    format: str
+    sessions: list[Session]
+    path: str = "-"
+    raw: bytes = b""
+    skipped_lines: int = 0
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def with_sessions(self, sessions: list[Session]) -> Transcript:
+        return Transcript(
+            format=self.format,
+            sessions=sessions,
+            path=self.path,
+            raw=self.raw,
+            skipped_lines=self.skipped_lines,
+            layout=self.layout,
+        )
+
+    def unchanged(self) -> bool:
+        return all(s.unchanged() for s in self.sessions)

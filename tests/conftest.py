@@ -1,0 +1,41 @@
+"""Shared test fixtures: the real transcripts, a token counter, no network."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxpack.tokens import TokenCounter
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TAU_BENCH = FIXTURES / "openai-chat" / "tau-bench__historical_trajectories__gpt-4o-airline.json"
+TOOLBENCH = FIXTURES / "openai-chat" / "ToolBench__G2_answer__52_ChatGPT_DFS_woFilter_w2.json"
+OPENAI_FIXTURES = sorted((FIXTURES / "openai-chat").glob("*.json"))
+
+
+@pytest.fixture(scope="session")
+def counter() -> TokenCounter:
+    return TokenCounter()
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any attempt to open a non-loopback connection fails the test."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> object:
+        host = address[0] if isinstance(address, tuple) else address
+        if host not in ("127.0.0.1", "::1", "localhost") and not isinstance(host, bytes):
+            raise AssertionError(f"network access attempted: {address!r}")
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError(f"DNS lookup attempted: {a!r}")),
+    )
+    yield
