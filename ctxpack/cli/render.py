@@ -99,3 +99,111 @@ def key_values(title: str, rows: list[tuple[str, Any]]) -> None:
     for key, value in rows:
         table.add_row(key, _escape(str(value)))
     console.print(table)
+
+
+def compress_report(report: Any) -> None:
+    """One file's before/after table, per-stage savings and warnings."""
+    before, after = report.before, report.after
+    statuses = sorted({s.status for s in report.sessions})
+    header = (
+        f"{report.path} — {report.format}, {len(report.sessions)} session(s): {', '.join(statuses)}"
+    )
+    console.print(_escape(header), style="bold", soft_wrap=True)
+    table = Table(show_edge=False)
+    table.add_column("")
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    table.add_column("change", justify="right")
+    for role in sorted(set(before.tokens_by_role) | set(after.tokens_by_role)):
+        b, a = before.tokens_by_role.get(role, 0), after.tokens_by_role.get(role, 0)
+        table.add_row(f"{role} tokens", f"{b:,}", f"{a:,}", _change(a, b))
+    table.add_section()
+    for kind in KINDS:
+        b, a = before.tokens_by_kind.get(kind, 0), after.tokens_by_kind.get(kind, 0)
+        if a or b:
+            table.add_row(kind.replace("_", " "), f"{b:,}", f"{a:,}", _change(a, b))
+    table.add_section()
+    table.add_row(
+        "messages",
+        f"{before.messages:,}",
+        f"{after.messages:,}",
+        _change(after.messages, before.messages),
+    )
+    table.add_row(
+        "tokens",
+        f"{before.tokens:,}",
+        f"{after.tokens:,}",
+        _change(after.tokens, before.tokens),
+        style="bold",
+    )
+    console.print(table)
+
+    sessions = report.sessions
+    facts = [
+        ("pruned outputs", sum(s.pruned for s in sessions)),
+        ("deduplicated", sum(s.deduplicated for s in sessions)),
+        ("arguments shrunk", sum(s.args_shrunk for s in sessions)),
+        ("saved by prune", f"{sum(s.prune_saved for s in sessions):,} tokens"),
+        ("saved by summary", f"{sum(s.summary_saved for s in sessions):,} tokens"),
+    ]
+    summarized = [s for s in sessions if s.summary_source]
+    if summarized:
+        sources = sorted(
+            {
+                s.summary_source + (f" ({s.summary_model})" if s.summary_model else "")
+                for s in summarized
+            }
+        )
+        facts.append(
+            (
+                "summary",
+                f"{sum(s.summary_tokens for s in summarized):,} tokens, {', '.join(sources)}",
+            )
+        )
+        if any(s.updated_previous_summary for s in summarized):
+            facts.append(("previous summary", "updated, not nested"))
+    facts.append(("ratio", f"{after.tokens / before.tokens:.1%}" if before.tokens else "-"))
+    if report.output:
+        facts.append(("written to", report.output))
+    key_values("", facts)
+    for s in sessions:
+        for warning in s.warnings:
+            warn(f"{s.label}: {warning}" if len(sessions) > 1 else warning)
+
+
+def _change(after: int, before: int) -> str:
+    if before == after:
+        return "="
+    if not before:
+        return f"+{after:,}"
+    return f"{(after - before) / before:+.1%}"
+
+
+def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
+    table = Table(show_edge=False, title="batch", title_justify="left")
+    table.add_column("file")
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column("status")
+    tb = ta = 0
+    for name, before, after, status in rows:
+        tb += before
+        ta += after
+        table.add_row(
+            _escape(name),
+            f"{before:,}",
+            f"{after:,}",
+            f"{after / before:.1%}" if before else "-",
+            status,
+        )
+    table.add_section()
+    table.add_row(
+        f"{len(rows)} file(s)",
+        f"{tb:,}",
+        f"{ta:,}",
+        f"{ta / tb:.1%}" if tb else "-",
+        "",
+        style="bold",
+    )
+    console.print(table)

@@ -72,13 +72,10 @@ class OpenAIFormat:
             session = Session(messages=[], context={"junk": {0: lines}})
             return Transcript(self.name, [session], path=path, raw=data, layout=layout)
         first = nonblank[0].lstrip()[:1]
-        if first == b"{" and len(nonblank) > 1 and _parses(nonblank[0]):
+        # One object per line (a single line is JSONL too); a multi-line
+        # object whose first line does not parse alone is one pretty-printed document.
+        if first == b"{" and (len(nonblank) == 1 or _parses(nonblank[0])):
             return self._read_jsonl(lines, data, path, options, explicit, layout)
-        if first == b"{" and len(nonblank) == 1:
-            obj = _load_document(body, path)
-            if isinstance(obj, dict) and "role" in obj:
-                return self._read_jsonl(lines, data, path, options, explicit, layout)
-            return self._read_document(obj, data, path, options, explicit, layout)
         if first in (b"[", b"{"):
             return self._read_document(
                 _load_document(body, path), data, path, options, explicit, layout

@@ -1,0 +1,123 @@
+"""One file in, one file out, and many files in parallel worker processes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxpack import files, formats
+from ctxpack.errors import CtxpackError, InputError
+from ctxpack.formats import ReadOptions
+from ctxpack.pipeline import CompressReport, CompressSettings, compress_transcript
+from ctxpack.tokens import TokenCounter
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+
+
+@dataclass(frozen=True)
+class FileJob:
+    source: str
+    output: str | None  # None: return the bytes to the caller (stdout)
+    settings: CompressSettings
+    read_options: ReadOptions
+    input_format: str | None = None
+    output_format: str | None = None
+    encoding: str = "o200k_base"
+    estimate: bool = False
+
+
+@dataclass
+class FileOutcome:
+    job: FileJob
+    report: CompressReport | None = None
+    data: bytes | None = None
+    error: str | None = None
+    exit_code: int = 0
+
+
+def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileOutcome:
+    """Read, compact and write one transcript; errors come back as data."""
+    try:
+        counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
+        raw = files.read_input(job.source)
+        name = "<stdin>" if job.source == files.STDIO else job.source
+        transcript = formats.read(raw, path=name, fmt=job.input_format, options=job.read_options)
+        result, report = compress_transcript(transcript, counter=counter, settings=job.settings)
+        data = formats.write(result, fmt=job.output_format)
+        if job.output is not None:
+            files.write_atomic(job.output, data, inputs=(job.source,))
+            report.output = job.output
+            return FileOutcome(job, report=report)
+        report.output = "stdout"
+        return FileOutcome(job, report=report, data=data)
+    except CtxpackError as exc:
+        return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
+
+
+def discover(paths: list[str]) -> list[tuple[str, str]]:
+    """(file, path relative to its root) for files and directories given.
+
+    Directories are walked recursively and keep only files whose content
+    looks like a transcript, so notes and other files beside them are skipped.
+    """
+    found: list[tuple[str, str]] = []
+    for given in paths:
+        p = Path(given)
+        if given == files.STDIO or not p.is_dir():
+            found.append((given, p.name))
+            continue
+        for child in sorted(_walk(p)):
+            if looks_like_transcript(child):
+                found.append((str(child), str(child.relative_to(p))))
+    return found
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.endswith(TRANSCRIPT_SUFFIXES) and ".ctxpack." not in name:
+                yield Path(dirpath) / name
+
+
+def looks_like_transcript(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(formats.HEAD_BYTES)
+        formats.detect(head, path=str(path))
+    except (OSError, InputError):
+        return False
+    return True
+
+
+def run_batch(
+    jobs: list[FileJob], *, workers: int, on_done: Callable[[FileOutcome], bool]
+) -> list[FileOutcome]:
+    """Run jobs, `workers` processes at a time; on_done returns False to stop early."""
+    outcomes: list[FileOutcome] = []
+    if workers <= 1 or len(jobs) <= 1:
+        counters: dict[tuple[str, bool], TokenCounter] = {}
+        for job in jobs:
+            key = (job.encoding, job.estimate)
+            counter = counters.setdefault(key, TokenCounter(encoding=job.encoding, estimate=job.estimate))
+            outcome = compress_file(job, counter=counter)
+            outcomes.append(outcome)
+            if not on_done(outcome):
+                break
+        return outcomes
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending: list[Future[FileOutcome]] = [pool.submit(compress_file, job) for job in jobs]
+        for future in as_completed(pending):
+            outcome = future.result()
+            outcomes.append(outcome)
+            if not on_done(outcome):
+                for other in pending:
+                    other.cancel()
+                break
+    # Worker results carry pickled copies of their jobs: match them by source.
+    order = {job.source: i for i, job in enumerate(jobs)}
+    outcomes.sort(key=lambda o: order.get(o.job.source, 0))
+    return outcomes

@@ -1,0 +1,84 @@
+"""Exact, offline token counts (SPEC 3)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import tiktoken
+from tiktoken_ext import openai_public
+
+from ctxpack import tokens
+from ctxpack.errors import UsageError
+from ctxpack.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
+
+
+@pytest.mark.parametrize("name", sorted(tokens.ENCODINGS))
+def test_bundled_files_match_tiktokens_own_hashes(name: str, tmp_path: Path) -> None:
+    url, sha256 = tokens.ENCODINGS[name]
+    source = Path(openai_public.__file__).read_text()
+    assert url in source and sha256 in source
+    seeded = tokens.seed_tiktoken_cache(name, tmp_path)
+    assert seeded.name == hashlib.sha1(url.encode()).hexdigest()
+    assert hashlib.sha256(seeded.read_bytes()).hexdigest() == sha256
+
+
+def test_corrupt_cache_file_is_reseeded(tmp_path: Path) -> None:
+    seeded = tokens.seed_tiktoken_cache("cl100k_base", tmp_path)
+    seeded.write_bytes(b"garbage")
+    again = tokens.seed_tiktoken_cache("cl100k_base", tmp_path)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == tokens.ENCODINGS["cl100k_base"][1]
+
+
+def test_encodings_load_without_network(
+    no_network: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    for name in tokens.ENCODINGS:
+        enc = tokens.get_encoding(name)
+        assert enc.name == name
+    assert (tmp_path / "tiktoken").is_dir()
+    assert tokens.get_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
+
+
+def test_unknown_encoding_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown encoding"):
+        TokenCounter(encoding="p50k_whatever")
+
+
+def test_special_token_text_counts_as_ordinary_text(counter: TokenCounter) -> None:
+    assert counter.text("<|endoftext|>") > 1
+
+
+def test_message_cost_parts(counter: TokenCounter) -> None:
+    enc = tokens.get_encoding("o200k_base")
+    msg = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Looking at the file."},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        ],
+        "reasoning_content": "think first",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"a":1}'}}
+        ],
+    }
+    n = len
+    expected = {
+        "assistant_text": n(enc.encode_ordinary("Looking at the file.")),
+        "images": IMAGE_TOKENS,
+        "reasoning": n(enc.encode_ordinary("think first")),
+        "tool_calls": n(enc.encode_ordinary("Read")) + n(enc.encode_ordinary('{"a":1}')),
+        "overhead": MESSAGE_OVERHEAD,
+    }
+    assert counter.breakdown(msg) == expected
+    assert counter.message(msg) == sum(expected.values())
+
+
+def test_estimate_is_four_chars_per_token() -> None:
+    est = TokenCounter(estimate=True)
+    assert est.text("abcdefghi") == 3
+    assert est.message({"role": "user", "content": "abcd"}) == 1 + MESSAGE_OVERHEAD
