@@ -102,7 +102,9 @@ def run_batch(
         counters: dict[tuple[str, bool], TokenCounter] = {}
         for job in jobs:
             key = (job.encoding, job.estimate)
-            counter = counters.setdefault(key, TokenCounter(encoding=job.encoding, estimate=job.estimate))
+            counter = counters.setdefault(
+                key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
+            )
             outcome = compress_file(job, counter=counter)
             outcomes.append(outcome)
             if not on_done(outcome):

@@ -177,6 +177,17 @@ def resolve(
 
 
 def budget_from(resolved: Resolved) -> budget.Budget:
+    checks = (
+        ("context_length", resolved["context_length"] > 0, "a positive number of tokens"),
+        ("threshold", 0 < resolved["threshold"] <= 1, "between 0 and 1"),
+        ("target_ratio", 0 < resolved["target_ratio"] < 1, "between 0 and 1"),
+        ("protect_first", resolved["protect_first"] >= 0, "0 or more"),
+        ("protect_last", resolved["protect_last"] >= 0, "0 or more"),
+        ("tail_tokens", resolved["tail_tokens"] is None or resolved["tail_tokens"] > 0, "positive"),
+    )
+    for name, ok, wanted in checks:
+        if not ok:
+            raise UsageError(f"{name} must be {wanted} ({resolved.sources[name]})")
     return budget.Budget(
         context_length=resolved["context_length"],
         threshold=resolved["threshold"],

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import markers
-from ctxpack.assemble import assemble
+from ctxpack import messages as m
+from ctxpack.assemble import assemble, without_merged_summary
 from ctxpack.boundaries import plan_boundaries
 from ctxpack.budget import Budget
 from ctxpack.count import Tally, tally
 from ctxpack.facts import preserved_facts_section
-from ctxpack.llm import LLMSettings
+from ctxpack.llm_settings import LLMSettings
 from ctxpack.offline import OfflineSummarizer
 from ctxpack.prune import PruneResult, PruneSettings, prune_messages
 from ctxpack.summarize import run_summary
@@ -106,10 +107,9 @@ def compress_messages(
         )
         current = pruned.messages
         _record_prune(report, pruned)
-        report.status = "pruned"
-        if settings.prune_only and (
-            not settings.force and counter.messages(current) < threshold
-        ):
+        if pruned.applied and pruned.rows:
+            report.status = "pruned"
+        if settings.prune_only and (not settings.force and counter.messages(current) < threshold):
             report.after = tally(current, counter=counter)
             return current, report
     if not settings.summarize:
@@ -140,16 +140,18 @@ def summarize_messages(
     """Stages 2-4 and assembly on already-pruned messages."""
     plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
     if not plan.compressible:
-        if report.status == "under-threshold":
+        if report.status != "pruned":
             report.status = "nothing-to-compress"
         return messages
     head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
     previous = settings.previous_summary
-    if plan.previous_summary_index is not None:
-        summary_msg = messages[plan.previous_summary_index]
-        previous = markers.summary_body(summary_msg)
-        middle = [msg for msg in middle if msg is not summary_msg]
-        head = [msg for msg in head if msg is not summary_msg]
+    old = plan.previous_summary(messages)
+    if old is not None:
+        previous = markers.summary_body(old)
+        # A summary merged into a turn gives that turn's own text back to the middle.
+        own = without_merged_summary(old)
+        kept = [own if msg is old else msg for msg in middle]
+        middle = [msg for msg in kept if msg is not None]
     report.updated_previous_summary = previous is not None
     budget_tokens = settings.budget.summary_budget(counter.messages(middle))
     request = SummaryRequest(
@@ -168,18 +170,42 @@ def summarize_messages(
         offline=OfflineSummarizer(),
     )
     text = result.text.rstrip()
+    active = _active_request(messages, plan.latest_user_index, plan.head_end, plan.tail_start)
+    if active:
+        text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
     facts = preserved_facts_section(middle, text, counter=counter, cap_tokens=max(room - 2, 0))
     if facts:
         text = f"{text}\n\n{facts}"
     first = not any(markers.has_system_note(msg) for msg in head)
     out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    if counter.messages(out) >= counter.messages(messages):
+        # Compaction must never cost tokens: a middle this small stays verbatim.
+        report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
+        if report.status != "pruned":
+            report.status = "nothing-to-compress"
+        return messages
     report.status = "compacted"
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source
     report.summary_model = result.model
     report.warnings.extend(result.warnings)
     return out
+
+
+def _active_request(
+    messages: list[Message], latest_user: int | None, head_end: int, tail_start: int
+) -> str:
+    """When the latest user turn had to be compacted, say verbatim that it is still open."""
+    if latest_user is None or not head_end <= latest_user < tail_start:
+        return ""
+    ask = m.text(messages[latest_user]).strip()
+    if not ask:
+        return ""
+    return (
+        "The user's latest request was compacted into this record and is still the active "
+        f"request:\n> {ask.replace(chr(10), chr(10) + '> ')}"
+    )
 
 
 def _record_prune(report: SessionReport, result: PruneResult) -> None:
@@ -235,7 +261,7 @@ def compress_transcript(
     transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
 ) -> tuple[Transcript, CompressReport]:
     sessions = []
-    reports = []
+    reports: list[SessionReport] = []
     last_timestamp = transcript.layout.get("last_timestamp")
     for number, session in enumerate(transcript.sessions):
         messages, report = compress_messages(
@@ -245,12 +271,14 @@ def compress_transcript(
             label=session.label or f"#{number}",
             last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
         )
-        sessions.append(session if messages is session.messages else session.with_messages(messages))
+        sessions.append(
+            session if messages is session.messages else session.with_messages(messages)
+        )
         reports.append(report)
-    report = CompressReport(
+    summary = CompressReport(
         path=transcript.path,
         format=transcript.format,
         sessions=reports,
         skipped_lines=transcript.skipped_lines,
     )
-    return transcript.with_sessions(sessions), report
+    return transcript.with_sessions(sessions), summary

@@ -1,1 +1,201 @@
-"""`ctxpack prune` (not written yet)."""
+"""`ctxpack prune`: stage 1 alone — old tool output out, no LLM."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ctxpack import files, formats
+from ctxpack.cli.app import (
+    EncodingOpt,
+    EstimateOpt,
+    FromOpt,
+    InputArg,
+    MessagesKeyOpt,
+    OutputOpt,
+    SkipInvalidOpt,
+    app,
+    emit,
+    load,
+    print_json,
+    reported,
+)
+from ctxpack.cli.options import (
+    DEFAULT_CONTEXT_LENGTH,
+    DEFAULT_PROTECT_FIRST,
+    DEFAULT_PROTECT_LAST,
+    DEFAULT_TARGET_RATIO,
+    DEFAULT_THRESHOLD,
+    ContextLength,
+    MinSavings,
+    ProtectFirst,
+    ProtectLast,
+    TailTokens,
+    TargetRatio,
+    Threshold,
+    budget_from_options,
+)
+from ctxpack.cli.render import console
+from ctxpack.errors import UsageError
+from ctxpack.prune import (
+    ACTIONS,
+    DEDUPE,
+    SHRINK,
+    SUMMARIZE,
+    PruneResult,
+    PruneSettings,
+    prune_transcript,
+    totals,
+)
+from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
+from ctxpack.transcript import Transcript
+
+EXAMPLES = """Examples:
+
+  ctxpack prune --dry-run session.jsonl            # the plan and its savings; writes nothing
+
+  ctxpack prune session.jsonl -o pruned.jsonl
+
+  cat s.jsonl | ctxpack prune - | ctxpack count -
+
+  ctxpack prune runs.json --messages-key traj --tail-tokens 2000 --protect-last 6 --dry-run --json
+"""
+
+MAX_PLAN_ROWS = 200
+WIDE_COLUMNS = 120
+
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the plan on stderr and write nothing.")
+]
+
+
+@app.command(epilog=EXAMPLES)
+def prune(
+    path: InputArg,
+    output: OutputOpt = None,
+    dry_run: DryRunOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the plan and totals as JSON on stdout (the transcript goes to -o).",
+        ),
+    ] = False,
+    context_length: ContextLength = DEFAULT_CONTEXT_LENGTH,
+    threshold: Threshold = DEFAULT_THRESHOLD,
+    target_ratio: TargetRatio = DEFAULT_TARGET_RATIO,
+    tail_tokens: TailTokens = None,
+    protect_first: ProtectFirst = DEFAULT_PROTECT_FIRST,
+    protect_last: ProtectLast = DEFAULT_PROTECT_LAST,
+    min_savings: MinSavings = 0,
+    encoding: EncodingOpt = DEFAULT_ENCODING,
+    estimate: EstimateOpt = False,
+    from_: FromOpt = None,
+    messages_key: MessagesKeyOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+) -> None:
+    """Replace old tool output with one-line digests, collapse repeated output and
+    shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
+    message count, order, roles and tool-call ids never change."""
+    with reported():
+        if json_out and output == files.STDIO:
+            raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
+        counter = TokenCounter(encoding=encoding, estimate=estimate)
+        transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+        budget = budget_from_options(
+            context_length=context_length,
+            threshold=threshold,
+            target_ratio=target_ratio,
+            tail_tokens=tail_tokens,
+            protect_first=protect_first,
+            protect_last=protect_last,
+        )
+        settings = PruneSettings(budget=budget, min_savings=min_savings)
+        pruned, results = prune_transcript(transcript, counter=counter, settings=settings)
+        if json_out:
+            print_json(plan_json(transcript, results, dry_run=dry_run))
+        elif dry_run:
+            render_plan(transcript, results)
+        if dry_run or (json_out and output is None):
+            return
+        target = emit(formats.write(pruned), source=path, output=output)
+        summary_line(transcript, results, target)
+
+
+def plan_json(
+    transcript: Transcript, results: list[PruneResult], *, dry_run: bool
+) -> dict[str, Any]:
+    sessions = []
+    for session, result in zip(transcript.sessions, results, strict=True):
+        sessions.append({"label": session.label, **result.to_dict()})
+    return {
+        "path": transcript.path,
+        "format": transcript.format,
+        "dry_run": dry_run,
+        "skipped_lines": transcript.skipped_lines,
+        **totals(results),
+        "results": sessions,
+    }
+
+
+def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
+    many = len(results) > 1
+    # Narrow terminals get the reason under the tool, so no column is squeezed to nothing.
+    wide = console.width >= WIDE_COLUMNS
+    table = Table(show_edge=False, title=f"prune plan — {escape(transcript.path)}")
+    table.title_justify = "left"
+    if many:
+        table.add_column("session", no_wrap=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    table.add_column("action", no_wrap=True)
+    table.add_column("tool" if wide else "tool / reason", max_width=None if wide else 40)
+    if wide:
+        table.add_column("reason")
+    table.add_column("tokens", justify="right", no_wrap=True)
+    shown = hidden = 0
+    for session, result in zip(transcript.sessions, results, strict=True):
+        for row in result.rows:
+            if shown >= MAX_PLAN_ROWS:
+                hidden += 1
+                continue
+            shown += 1
+            tool, reason = escape(row.tool), escape(row.reason)
+            what = [tool, reason] if wide else [f"{tool}\n[dim]{reason}[/]"]
+            cells = [str(row.index), row.role, row.action, *what]
+            cells.append(f"{row.tokens_before:,} → {row.tokens_after:,}")
+            table.add_row(*([escape(session.label or "-")] if many else []), *cells)
+    if shown:
+        console.print(table)
+    if hidden:
+        console.print(f"… {hidden:,} more rows (see --json)", style="dim")
+    for session, result in zip(transcript.sessions, results, strict=True):
+        if result.rows and not result.applied:
+            label = f"{session.label}: " if many else ""
+            console.print(escape(f"{label}{result.note}"), style="yellow")
+    console.print(escape("plan: " + _totals_text(results)), style="bold", soft_wrap=True)
+
+
+def summary_line(transcript: Transcript, results: list[PruneResult], target: str) -> None:
+    text = _totals_text(results)
+    gated = sum(1 for r in results if r.rows and not r.applied)
+    if gated:
+        text += f"; {gated:,} session(s) left unchanged (under --min-savings)"
+    console.print(escape(f"pruned {transcript.path} → {target}: {text}"), soft_wrap=True)
+
+
+def _totals_text(results: list[PruneResult]) -> str:
+    """Totals of what is (or, in a dry run, would be) written: gated sessions count as unchanged."""
+    t = totals(results)
+    applied = [row for r in results if r.applied for row in r.rows]
+    count = {action: sum(1 for row in applied if row.action == action) for action in ACTIONS}
+    before, saved = t["tokens_before"], t["saved"]
+    share = f"{100 * saved / before:.1f}%" if before else "-"
+    return (
+        f"{len(applied):,} messages changed ({count[DEDUPE]:,} deduplicated, "
+        f"{count[SUMMARIZE]:,} outputs summarized, {count[SHRINK]:,} argument sets shrunk); "
+        f"tokens {before:,} → {t['tokens_after']:,}, saved {saved:,} ({share})"
+    )

@@ -166,9 +166,17 @@ def compress_report(report: Any) -> None:
     if report.output:
         facts.append(("written to", report.output))
     key_values("", facts)
+    grouped: dict[str, list[str]] = {}
     for s in sessions:
         for warning in s.warnings:
-            warn(f"{s.label}: {warning}" if len(sessions) > 1 else warning)
+            grouped.setdefault(warning, []).append(s.label)
+    for warning, labels in grouped.items():
+        if len(sessions) == 1:
+            warn(warning)
+        elif len(labels) <= 3:
+            warn(f"{', '.join(labels)}: {warning}")
+        else:
+            warn(f"{len(labels)} sessions: {warning}")
 
 
 def _change(after: int, before: int) -> str:

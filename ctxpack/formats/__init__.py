@@ -1,14 +1,41 @@
-"""Transcript formats: one adapter per format, registered in one table."""
+"""Transcript formats: one adapter per format, registered in one table.
+
+Reading detects the format from the content (most specific adapter first,
+`openai` last). Writing uses the transcript's own format by default, which
+puts unchanged bytes back exactly; naming another format converts: the target
+is built from the messages alone (`convert`).
+"""
 
 from __future__ import annotations
 
+from ctxpack import jsoncodec
+from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
+from ctxpack.formats.anthropic import AnthropicFormat
 from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions
+from ctxpack.formats.claude_code import ClaudeCodeFormat
+from ctxpack.formats.claude_stream import ClaudeStreamFormat
+from ctxpack.formats.codex import CodexFormat
 from ctxpack.formats.openai import OpenAIFormat
-from ctxpack.transcript import Transcript
+from ctxpack.formats.openhands import OpenHandsFormat
+from ctxpack.formats.sharegpt import ShareGPTFormat
+from ctxpack.formats.swe_agent import SWEAgentFormat
+from ctxpack.transcript import Message, Session, Transcript
 
 # Most specific first: detection takes the first adapter that claims the head.
-REGISTRY: dict[str, FormatAdapter] = {adapter.name: adapter for adapter in (OpenAIFormat(),)}
+REGISTRY: dict[str, FormatAdapter] = {
+    adapter.name: adapter
+    for adapter in (
+        CodexFormat(),
+        ClaudeStreamFormat(),
+        ClaudeCodeFormat(),
+        OpenHandsFormat(),
+        SWEAgentFormat(),
+        ShareGPTFormat(),
+        AnthropicFormat(),
+        OpenAIFormat(),
+    )
+}
 
 HEAD_BYTES = 64 * 1024
 
@@ -44,7 +71,55 @@ def write(transcript: Transcript, *, fmt: str | None = None) -> bytes:
     adapter = get(fmt or transcript.format)
     if not adapter.writable:
         raise UsageError(f"format {adapter.name!r} can be read but not written; use --to openai")
-    return adapter.write(transcript)
+    if adapter.name == transcript.format:
+        return adapter.write(transcript)
+    return convert(transcript, adapter.name)
 
 
-__all__ = ["REGISTRY", "FormatAdapter", "ReadOptions", "detect", "get", "read", "write"]
+def convert(transcript: Transcript, fmt: str) -> bytes:
+    """The transcript written as `fmt`, built from its messages alone."""
+    adapter = get(fmt)
+    if not adapter.writable:
+        raise UsageError(f"format {adapter.name!r} can be read but not written; use --to openai")
+    sessions = [
+        Session(messages=[portable(msg) for msg in s.messages], label=s.label)
+        for s in transcript.sessions
+    ]
+    if adapter.name == "openai":
+        return _openai_lines(sessions)
+    layout = {k: v for k, v in transcript.layout.items() if k == "last_timestamp"}
+    return adapter.write(Transcript(adapter.name, sessions, path=transcript.path, layout=layout))
+
+
+def portable(msg: Message) -> Message:
+    """A message without format-private carriers (Codex reasoning items)."""
+    items = msg.get("reasoning")
+    if not isinstance(items, list):
+        return msg
+    out = {k: v for k, v in msg.items() if k != "reasoning"}
+    text = "\n".join(t for t in m.reasoning_texts({"reasoning": items}) if t)
+    if text and "reasoning_content" not in out:
+        out["reasoning_content"] = text
+    return out
+
+
+def _openai_lines(sessions: list[Session]) -> bytes:
+    """JSONL: one message per line, or one `{"messages": [...]}` record per session."""
+    if len(sessions) == 1:
+        lines = [jsoncodec.dumps(msg) for msg in sessions[0].messages]
+    else:
+        lines = [jsoncodec.dumps({"messages": s.messages}) for s in sessions]
+    return b"".join(line + b"\n" for line in lines)
+
+
+__all__ = [
+    "REGISTRY",
+    "FormatAdapter",
+    "ReadOptions",
+    "convert",
+    "detect",
+    "get",
+    "portable",
+    "read",
+    "write",
+]

@@ -1,0 +1,161 @@
+"""`make bench`: ctxpack's speed and memory against the raw cost of the same work.
+
+Builds large sessions from the bundled real transcripts (fresh tool-call ids,
+same shapes), then times each command in a fresh process (median of several
+runs) next to its baseline:
+
+- the raw limit: orjson parse of every line + tiktoken encode_ordinary of every
+  model-visible text (what an exact count cannot avoid);
+- for --estimate variants: orjson parse alone;
+- startup: `python -c "import typer"`.
+
+Prints ratios and targets; writes bench/out/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+OUT = ROOT / "bench" / "out"
+CTXPACK = [sys.executable, "-m", "ctxpack"]
+
+BASELINE = r"""
+import sys, orjson, tiktoken
+from ctxpack.tokens import get_encoding
+enc = None if sys.argv[2] == "parse" else get_encoding("o200k_base")
+total = 0
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        msg = orjson.loads(line)
+        if enc is None:
+            continue
+        texts = []
+        c = msg.get("content")
+        if isinstance(c, str):
+            texts.append(c)
+        for call in msg.get("tool_calls") or []:
+            texts.append(call["function"]["name"]); texts.append(call["function"]["arguments"])
+        for t in texts:
+            total += len(enc.encode_ordinary(t))
+print(total)
+"""
+
+
+def source_messages() -> list[list[dict[str, Any]]]:
+    """Sessions of OpenAI messages from the bundled transcripts."""
+    sys.path.insert(0, str(ROOT))
+    from ctxpack import formats
+
+    sessions: list[list[dict[str, Any]]] = []
+    for path in sorted(FIXTURES.rglob("*")):
+        if not path.is_file() or path.suffix not in (".json", ".jsonl", ".traj"):
+            continue
+        try:
+            transcript = formats.read(path.read_bytes(), path=str(path))
+        except Exception:  # a format not readable yet is simply not used
+            continue
+        sessions += [s.messages for s in transcript.sessions if len(s.messages) > 3]
+    return sessions
+
+
+def build_input(target_bytes: int, path: Path) -> None:
+    """One long session: system prompt once, then real turns with fresh ids."""
+    sessions = source_messages()
+    written = 0
+    serial = 0
+    with path.open("wb") as out:
+        out.write(orjson.dumps({"role": "system", "content": "You are a coding agent."}) + b"\n")
+        while written < target_bytes:
+            for messages in sessions:
+                ids: dict[str, str] = {}
+                for msg in messages:
+                    if msg.get("role") in ("system", "developer"):
+                        continue
+                    msg = dict(msg)
+                    if msg.get("tool_calls"):
+                        calls = []
+                        for call in msg["tool_calls"]:
+                            serial += 1
+                            ids[call.get("id", "")] = f"call_{serial:08d}"
+                            calls.append({**call, "id": ids[call.get("id", "")]})
+                        msg["tool_calls"] = calls
+                    if msg.get("tool_call_id") in ids:
+                        msg["tool_call_id"] = ids[msg["tool_call_id"]]
+                    line = orjson.dumps(msg) + b"\n"
+                    out.write(line)
+                    written += len(line)
+                if written >= target_bytes:
+                    break
+        out.write(orjson.dumps({"role": "user", "content": "Please continue."}) + b"\n")
+
+
+def measure(cmd: list[str], runs: int) -> tuple[float, int]:
+    """Median wall seconds and peak RSS bytes of a command in a fresh process."""
+    times = []
+    peak = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        times.append(time.perf_counter() - start)
+        if os.waitstatus_to_exitcode(status) not in (0,):
+            raise SystemExit(f"failed: {' '.join(cmd)}")
+        peak = max(peak, usage.ru_maxrss * 1024)
+    return statistics.median(times), peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100", help="input sizes in MB")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"sizes": {}}
+    startup, _ = measure(CTXPACK + ["--version"], 5)
+    typer_import, _ = measure([sys.executable, "-c", "import typer"], 5)
+    results["startup"] = {"ctxpack": startup, "import_typer": typer_import, "ratio": startup / typer_import}
+    print(f"startup: ctxpack --version {startup:.3f}s vs import typer {typer_import:.3f}s "
+          f"-> {startup / typer_import:.2f}x (target <= 1.5x)")
+    for size in [int(s) for s in args.sizes.split(",")]:
+        path = OUT / f"session-{size}mb.jsonl"
+        if not path.exists() or path.stat().st_size < size * 1_000_000:
+            build_input(size * 1_000_000, path)
+        runs = args.runs if size <= 10 else 1
+        limit, _ = measure([sys.executable, "-c", BASELINE, str(path), "count"], runs)
+        parse, _ = measure([sys.executable, "-c", BASELINE, str(path), "parse"], runs)
+        rows: dict[str, Any] = {"bytes": path.stat().st_size, "raw_limit_s": limit, "parse_s": parse}
+        cases = [
+            ("count", ["count", str(path)], limit, 1.3),
+            ("prune --dry-run", ["prune", "--dry-run", str(path)], limit, 1.3),
+            ("align", ["align", str(path)], limit, 1.3),
+            ("compress --offline --force", ["compress", "--offline", "--force", str(path), "-o", str(OUT / "out.jsonl")], limit, 1.5),
+            ("count --estimate", ["count", "--estimate", str(path)], parse, 2.0),
+            ("prune --dry-run --estimate", ["prune", "--dry-run", "--estimate", str(path)], parse, 2.0),
+            ("compress --offline --force --estimate", ["compress", "--offline", "--force", "--estimate", str(path), "-o", str(OUT / "out.jsonl")], parse, 2.0),
+        ]
+        print(f"\n{size} MB session ({rows['bytes']:,} bytes): raw limit {limit:.2f}s, orjson parse {parse:.2f}s")
+        for name, argv, base, target in cases:
+            seconds, rss = measure(CTXPACK + argv, runs)
+            ratio = seconds / base
+            rss_ratio = rss / rows["bytes"]
+            ok = "ok" if ratio <= target and rss_ratio <= 4 else "OVER"
+            rows[name] = {"seconds": seconds, "ratio": ratio, "target": target, "peak_rss": rss, "rss_ratio": rss_ratio}
+            print(f"  {name:40s} {seconds:7.2f}s  {ratio:5.2f}x (<= {target}x)  RSS {rss / 1e6:7.1f} MB = {rss_ratio:4.2f}x file  {ok}")
+        results["sizes"][f"{size}mb"] = rows
+    (OUT / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    print(f"\nwrote {OUT / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""The archive's storage layer: where the file lives, how it is created (owner
+only: transcripts hold secrets), how it is opened for many writers at once,
+its schema and migrations, and how blob bytes are packed."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import lzma
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ctxpack.errors import CtxpackError, UsageError
+
+ENV_VAR = "CTXPACK_ARCHIVE"
+REF_PREFIX = "ctxpack:"
+REF_HEX = 10
+MIN_REF_HEX = 6
+# Long enough for a busy CI runner with many workers; short transactions keep waits small.
+BUSY_TIMEOUT_S = 60.0
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
+
+
+class ArchiveError(CtxpackError):
+    """The archive cannot be opened, read or written, or lacks what was asked for."""
+
+
+class ArchiveCorrupt(ArchiveError):
+    """Stored bytes no longer match their hash, or the file is not an archive."""
+
+
+class ArchiveMissing(ArchiveError):
+    """No blob or compaction matches what was asked for."""
+
+
+class InvalidRef(ArchiveError, UsageError):
+    """A ref that is malformed, too short or matches several blobs (a usage error)."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def ref_for(data: bytes) -> str:
+    """The short reference placeholders embed: `ctxpack:` + 10 hex of the sha256."""
+    return REF_PREFIX + sha256_hex(data)[:REF_HEX]
+
+
+def ref_of_sha(sha: str) -> str:
+    return REF_PREFIX + sha[:REF_HEX]
+
+
+def normalize_ref(ref: str) -> str:
+    """Lower-case hex digits of a ref given with or without the `ctxpack:` prefix."""
+    text = ref.strip()
+    if text.lower().startswith(REF_PREFIX):
+        text = text[len(REF_PREFIX) :]
+    text = text.lower()
+    if not text or any(c not in "0123456789abcdef" for c in text) or len(text) > 64:
+        raise InvalidRef(f"{ref!r} is not a ctxpack ref (expected ctxpack:<hex digits>)")
+    if len(text) < MIN_REF_HEX:
+        raise InvalidRef(f"ref {ref!r} is too short: give at least {MIN_REF_HEX} hex digits")
+    return text
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ctxpack" / "archive.db"
+
+
+def resolve_path(path: str | os.PathLike[str] | None) -> Path:
+    """Explicit path, else $CTXPACK_ARCHIVE, else the XDG data directory."""
+    if path is not None and str(path):
+        return Path(path).expanduser()
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return default_path()
+
+
+def _create_private(path: Path) -> None:
+    """Create missing parent directories 0700 and the file 0600 whatever the umask."""
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+            os.chmod(directory, 0o700)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return  # another process won the race; it applies the same mode
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """Open (and if asked, create) the archive in WAL mode with the schema current."""
+    try:
+        if not path.exists():
+            if not create:
+                raise ArchiveMissing(
+                    "no archive here yet (nothing was archived, or use --archive PATH)",
+                    path=str(path),
+                )
+            _create_private(path)
+        # Autocommit mode: every write below opens its own BEGIN IMMEDIATE, so
+        # concurrent writers queue on the lock instead of failing on an upgrade.
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except OSError as exc:
+        raise ArchiveError(f"cannot open archive: {exc.strerror or exc}", path=str(path)) from None
+    except sqlite3.Error as exc:
+        raise ArchiveError(f"cannot open archive: {exc}", path=str(path)) from None
+    try:
+        with translate(path):
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            _retry_busy(lambda: _enable_wal(conn))
+            # The archive is the only copy of what compaction removed: pay the fsync.
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        # Only takes on a new file, and must precede WAL (which writes page 1):
+        # lets gc hand freed pages back to the disk.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+
+
+def _retry_busy(step: Callable[[], None]) -> None:
+    """Run `step`, retrying while another process holds the lock.
+
+    Switching to WAL needs an exclusive lock and SQLite reports a conflict at
+    once instead of waiting on busy_timeout, so several processes creating the
+    same archive at once must retry here.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.002
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            busy = code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in str(exc)
+            if not busy or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+@contextlib.contextmanager
+def translate(path: Path) -> Iterator[None]:
+    """Report SQLite failures as ctxpack errors that name the archive."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        text = str(exc)
+        if "not a database" in text or "malformed" in text:
+            raise ArchiveCorrupt(f"the archive file is damaged: {text}", path=str(path)) from None
+        raise ArchiveError(f"archive: {text}", path=str(path)) from None
+    except sqlite3.Error as exc:
+        raise ArchiveError(f"archive: {exc}", path=str(path)) from None
+
+
+@contextlib.contextmanager
+def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One short write transaction that takes the write lock up front."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+# Schema. Each migration takes the archive from version i to i + 1; never edit
+# a released one, append a new one. PRAGMA user_version records the version.
+def _v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            codec TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            touched REAL NOT NULL,
+            data BLOB NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE compactions (
+            id TEXT PRIMARY KEY,
+            created REAL NOT NULL,
+            source_path TEXT NOT NULL,
+            input_sha256 TEXT NOT NULL,
+            input_size INTEGER NOT NULL,
+            output_sha256 TEXT NOT NULL,
+            output_size INTEGER NOT NULL,
+            settings TEXT NOT NULL,
+            report TEXT NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE compaction_blobs (
+            compaction_id TEXT NOT NULL REFERENCES compactions(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            PRIMARY KEY (compaction_id, position)
+        )"""
+    )
+    conn.execute("CREATE INDEX compactions_output ON compactions(output_sha256)")
+    conn.execute("CREATE INDEX compactions_output_size ON compactions(output_size)")
+    conn.execute("CREATE INDEX compactions_created ON compactions(created)")
+    conn.execute("CREATE INDEX compactions_input ON compactions(input_sha256)")
+    conn.execute("CREATE INDEX compaction_blobs_sha ON compaction_blobs(sha256)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    if schema_version(conn) == SCHEMA_VERSION:
+        return
+    with write_tx(conn):
+        # Re-read under the lock: another process may have migrated meanwhile.
+        version = schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise ArchiveError(
+                f"the archive has schema version {version}, newer than this ctxpack "
+                f"understands ({SCHEMA_VERSION}); upgrade ctxpack",
+                path=str(path),
+            )
+        for step in MIGRATIONS[version:]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# Blob packing. zlib is fast enough to sit on the compaction path; lzma and raw
+# are read too, so a later writer may choose them without a migration.
+def pack(data: bytes) -> tuple[str, bytes]:
+    packed = zlib.compress(data, 6)
+    if len(packed) >= len(data):
+        return "raw", data
+    return "zlib", packed
+
+
+def unpack(codec: str, packed: bytes, *, sha: str) -> bytes:
+    """Decompress and verify the hash; any mismatch is corruption, never silence."""
+    try:
+        if codec == "zlib":
+            data = zlib.decompress(packed)
+        elif codec == "lzma":
+            data = lzma.decompress(packed)
+        elif codec == "raw":
+            data = bytes(packed)
+        else:
+            raise ArchiveCorrupt(f"blob {ref_of_sha(sha)} uses unknown codec {codec!r}")
+    except (zlib.error, lzma.LZMAError) as exc:
+        raise ArchiveCorrupt(
+            f"blob {ref_of_sha(sha)} is damaged and cannot be decompressed ({exc})"
+        ) from None
+    if sha256_hex(data) != sha:
+        raise ArchiveCorrupt(
+            f"blob {ref_of_sha(sha)} is damaged: its content no longer matches its sha256"
+        )
+    return data

@@ -1,0 +1,182 @@
+"""The `claude-code` format: Claude Code session logs (~/.claude/projects/*/*.jsonl).
+
+Lines form a tree through uuid/parentUuid and the file is append-only, so
+rewound branches, sidechains (subagents) and pre-compaction history coexist.
+The conversation is the chain from the latest leaf back to a root; a
+`compact_boundary` line has no parent, so a compacted session's chain starts
+there, followed by the `isCompactSummary` line holding the summary.
+
+One API response is split over several assistant lines (one content block
+each) sharing `message.id`; they are merged into one assistant message.
+Lines that are not conversation turns (snapshots, queue operations,
+attachments, progress, system notices) stay out of the messages and are
+written back where they were.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ctxpack.formats import blocks, jsonl
+from ctxpack.formats.base import ReadOptions
+from ctxpack.transcript import Message, Session, Transcript
+
+# Entries that take part in the uuid/parentUuid tree.
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+_DETECT = re.compile(
+    rb'"(parentUuid|leafUuid)"\s*:|^\{"type":"(file-history-snapshot|queue-operation|'
+    rb'permission-mode|last-prompt|ai-title)"'
+)
+
+
+def detect(head: bytes) -> bool:
+    return jsonl.any_line(head, _DETECT)
+
+
+def _is_entry(obj: dict[str, Any] | None) -> bool:
+    return obj is not None and obj.get("type") in CHAIN_TYPES and isinstance(obj.get("uuid"), str)
+
+
+def line(doc: jsonl.Lines, index: int) -> dict[str, Any]:
+    obj = doc.objs[index]
+    assert obj is not None
+    return obj
+
+
+def chains(doc: jsonl.Lines, *, include_sidechains: bool) -> list[tuple[str, list[int]]]:
+    """(label, line indexes root first) for the main conversation and, on
+    request, each sidechain; a file holding only sidechain lines (a subagent
+    log) is its own main conversation."""
+    where: dict[str, int] = {}
+    parents: set[str] = set()
+    for index, obj in enumerate(doc.objs):
+        if _is_entry(obj):
+            assert obj is not None
+            where[obj["uuid"]] = index
+            parent = obj.get("parentUuid")
+            if isinstance(parent, str):
+                parents.add(parent)
+    leaves = sorted(i for i in where.values() if line(doc, i)["uuid"] not in parents)
+    main = [i for i in leaves if not line(doc, i).get("isSidechain")]
+    side = [i for i in leaves if line(doc, i).get("isSidechain")]
+    if not main and all(line(doc, i).get("isSidechain") for i in where.values()):
+        main, side = side, []
+    out: list[tuple[str, list[int]]] = []
+    if main:
+        out.append(("", _walk(doc, where, main[-1])))
+    elif not where:
+        out.append(("", []))
+    if include_sidechains:
+        by_root: dict[int, list[int]] = {}
+        for leaf in side:
+            chain = _walk(doc, where, leaf)
+            by_root[chain[0]] = chain  # the latest leaf of each subagent wins
+        for chain in by_root.values():
+            root = line(doc, chain[0])
+            agent = root.get("agentId") or root["uuid"][:8]
+            out.append((f"sidechain {agent}", chain))
+    return out
+
+
+def _walk(doc: jsonl.Lines, where: dict[str, int], leaf: int) -> list[int]:
+    chain: list[int] = []
+    seen: set[int] = set()
+    index: int | None = leaf
+    while index is not None and index not in seen:
+        seen.add(index)
+        chain.append(index)
+        parent = line(doc, index).get("parentUuid")
+        index = where.get(parent) if isinstance(parent, str) else None
+    chain.reverse()
+    return chain
+
+
+def session_of(doc: jsonl.Lines, chain: list[int], label: str) -> Session:
+    """The messages of one chain plus the source tables the writer needs."""
+    slots: list[Any] = []  # a Message, or the message.id of an assistant group
+    groups: dict[str, list[int]] = {}
+    units: dict[int, list[tuple[Message, list[int]]]] = {}
+    where: dict[int, tuple[str, list[int]]] = {}
+    for index in chain:
+        obj = line(doc, index)
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            continue
+        if obj["type"] == "assistant":
+            key = str(message.get("id") or obj["uuid"])
+            if key not in groups:
+                groups[key] = []
+                slots.append(key)
+            groups[key].append(index)
+        elif obj["type"] == "user":
+            derived = blocks.user_messages(message.get("content"))
+            units[index] = derived
+            for msg, _ in derived:
+                slots.append(msg)
+                where[id(msg)] = ("user", [index])
+    messages: list[Message] = []
+    for slot in slots:
+        if isinstance(slot, str):
+            lines = groups[slot]
+            msg = blocks.assistant_message(_flat_blocks(doc, lines))
+            where[id(msg)] = ("assistant", lines)
+            messages.append(msg)
+        else:
+            messages.append(slot)
+    context = {"chain": chain, "units": units, "where": where}
+    return Session(
+        messages=messages,
+        originals=[(msg, b"") for msg in messages],
+        label=label,
+        context=context,
+    )
+
+
+def _flat_blocks(doc: jsonl.Lines, lines: list[int]) -> list[Any]:
+    out: list[Any] = []
+    for index in lines:
+        content = line(doc, index)["message"].get("content")
+        out.extend(content if isinstance(content, list) else [{"type": "text", "text": content}])
+    return out
+
+
+def last_timestamp(doc: jsonl.Lines, chain: list[int]) -> str | None:
+    for index in reversed(chain):
+        obj = doc.objs[index]
+        if obj is not None and obj.get("type") in ("user", "assistant"):
+            stamp = obj.get("timestamp")
+            if isinstance(stamp, str):
+                return stamp
+    return None
+
+
+class ClaudeCodeFormat:
+    name = "claude-code"
+    description = "Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"
+    writable = True
+
+    def detect(self, head: bytes) -> bool:
+        return detect(head)
+
+    def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
+        doc = jsonl.parse(data, path=path, options=options)
+        sessions = [
+            session_of(doc, chain, label)
+            for label, chain in chains(doc, include_sidechains=options.include_sidechains)
+        ]
+        layout: dict[str, Any] = {"doc": doc}
+        if sessions and sessions[0].context["chain"]:
+            stamp = last_timestamp(doc, sessions[0].context["chain"])
+            if stamp:
+                layout["last_timestamp"] = stamp
+        return Transcript(
+            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+        )
+
+    def write(self, transcript: Transcript) -> bytes:
+        from ctxpack.formats.claude_code_write import write
+
+        if transcript.unchanged() and "doc" in transcript.layout:
+            return transcript.raw
+        return write(transcript)

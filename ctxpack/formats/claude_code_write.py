@@ -1,0 +1,378 @@
+"""Writing a Claude Code session log back.
+
+Edits happen in place: a changed message rewrites only its own lines (a
+pruned tool result rewrites its `tool_result` block and trims the
+`toolUseResult` copy to the same text; changed arguments rewrite the
+`tool_use` input), and a line whose parent changed gets the new `parentUuid`.
+
+A compaction is written the way Claude Code writes its own, so the file stays
+resumable and its history readable:
+
+* every pre-compaction line stays where it was, byte for byte, so the old
+  conversation is still reachable through the boundary's `logicalParentUuid`;
+* a `system`/`compact_boundary` line (no parent) and a `user` line with
+  `isCompactSummary: true` carrying the summary are inserted just before the
+  first kept tail line;
+* kept head messages follow the summary as copies with fresh uuids (their
+  originals stay in the old chain), then the kept tail lines, re-chained in
+  place: following `parentUuid` from the last line yields exactly the
+  compacted conversation (summary, head, tail).
+
+Tail lines a stage removed (stripped calls, orphan results) are deleted so
+no stale leaf can hide the new one. New uuids are derived from the session
+and a counter, so the same input gives the same output.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ctxpack import messages as m
+from ctxpack.formats import blocks, jsonl
+from ctxpack.formats.claude_code import line
+from ctxpack.formats.origins import first_new_summary, pairs
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Message, Session, Transcript
+
+ENVELOPE = (
+    "isSidechain",
+    "userType",
+    "cwd",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "slug",
+    "agentId",
+    "entrypoint",
+)
+NAMESPACE = uuid.UUID("6f1c3c2e-52a4-4c8e-9a63-2f0d0c6b7a11")
+EPOCH = "1970-01-01T00:00:00.000Z"
+SYNTHETIC_MODEL = "<synthetic>"
+
+Obj = dict[str, Any]
+Emission = tuple[str, Any]  # ("line", index) or ("new", line object)
+
+
+@dataclass
+class Slot:
+    obj: Obj
+    line: int | None
+
+
+def write(transcript: Transcript, *, writer: type[SessionWriter] | None = None) -> bytes:
+    doc = transcript.layout.get("doc")
+    if not isinstance(doc, jsonl.Lines):
+        doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
+    edits = jsonl.Edits()
+    for number, session in enumerate(transcript.sessions):
+        if "chain" in session.context and session.unchanged():
+            continue
+        stamp = transcript.layout.get("last_timestamp")
+        make = writer or SessionWriter
+        make(doc, session, number, stamp if isinstance(stamp, str) else EPOCH).run(edits)
+    return edits.apply(doc)
+
+
+class SessionWriter:
+    """Rewrites one conversation chain; subclasses change the line shapes."""
+
+    def __init__(self, doc: jsonl.Lines, session: Session, number: int, stamp: str) -> None:
+        ctx = session.context
+        self.doc = doc
+        self.session = session
+        self.chain: list[int] = ctx.get("chain", [])
+        self.units: dict[int, list[tuple[Message, list[int]]]] = ctx.get("units", {})
+        self.where: dict[int, tuple[str, list[int]]] = ctx.get("where", {})
+        last = line(doc, self.chain[-1]).get("uuid") if self.chain else None
+        last = last if isinstance(last, str) else f"line-{self.chain[-1] if self.chain else 0}"
+        self.seed = f"{last}/{number}"
+        self.counter = 0
+        self.stamp = stamp
+        self.state: dict[int, Obj | None] = {}
+        self.plans: dict[int, list[Emission]] = {}
+        self.fate: dict[int, Message] = {}
+        self.env_ref: Obj = line(doc, self.chain[-1]) if self.chain else {}
+
+    def new_uuid(self) -> str:
+        self.counter += 1
+        return str(uuid.uuid5(NAMESPACE, f"{self.seed}/{self.counter}"))
+
+    def run(self, edits: jsonl.Edits) -> None:
+        items = pairs(self.session)
+        self.fate = {id(orig): msg for msg, orig in items if orig is not None}
+        for source, _ in self.session.originals:
+            self._plan(source, self.fate.get(id(source)))
+        cut = first_new_summary(items)
+        head, tail = (items[:cut], items[cut + 1 :]) if cut is not None else ([], items)
+        tail_lines = [
+            e[1]
+            for _, orig in tail
+            if orig is not None
+            for e in self.plans.get(id(orig), [])
+            if e[0] == "line"
+        ]
+        if tail_lines:
+            self.env_ref = line(self.doc, tail_lines[0])
+        seq: list[Slot] = []
+        leading, trailing = self._passengers(set(tail_lines))
+        if cut is not None:
+            seq += self._markers(items[cut][0], tail_lines)
+            seq += self._copies(head)
+        else:
+            seq += [Slot(line(self.doc, i), i) for i in leading]
+        emitted: set[int] = set()
+        for msg, orig in tail:
+            for kind, value in self._emissions(msg, orig):
+                if kind == "new":
+                    seq.append(Slot(value, None))
+                elif value not in emitted:
+                    emitted.add(value)
+                    kept = self.state.get(value)
+                    seq.append(Slot(kept if kept is not None else line(self.doc, value), value))
+                    seq += [Slot(line(self.doc, i), i) for i in trailing.get(value, [])]
+        self._link(seq, compacted=cut is not None)
+        self._place(seq, edits)
+
+    # -- planning ---------------------------------------------------------
+
+    def _plan(self, orig: Message, new: Message | None) -> None:
+        kind, lines = self.where[id(orig)]
+        if kind == "user":
+            index = lines[0]
+            if index not in self.state:
+                self.state[index] = self._user_line(index)
+            self.plans[id(orig)] = [("line", index)] if self.state[index] is not None else []
+            return
+        if new is orig:
+            for index in lines:
+                self.state[index] = line(self.doc, index)
+            self.plans[id(orig)] = [("line", index) for index in lines]
+            return
+        flat = [(i, b) for i in lines for b in _content(line(self.doc, i))]
+        plan: list[Emission] = []
+        per_line: dict[int, list[Any]] = {}
+        if new is not None:
+            template = lines[0]
+            for source, block in blocks.assistant_blocks([b for _, b in flat], orig, new):
+                if source is None:
+                    plan.append(("new", self._clone(template, [block])))
+                    continue
+                template = flat[source][0]
+                if template not in per_line:
+                    per_line[template] = []
+                    plan.append(("line", template))
+                per_line[template].append(block)
+        for index in lines:
+            obj = line(self.doc, index)
+            kept = per_line.get(index)
+            if kept is None:
+                self.state[index] = None
+            elif len(kept) == len(_content(obj)) and all(
+                a is b for a, b in zip(kept, _content(obj), strict=True)
+            ):
+                self.state[index] = obj
+            else:
+                self.state[index] = {**obj, "message": {**obj["message"], "content": kept}}
+        self.plans[id(orig)] = plan
+
+    def _user_line(self, index: int) -> Obj | None:
+        obj = line(self.doc, index)
+        derived = self.units[index]
+        fate = {id(orig): self.fate.get(id(orig)) for orig, _ in derived}
+        content = obj["message"].get("content")
+        new = blocks.user_blocks(content, derived, fate)
+        if new is None:
+            return None
+        if new is content:
+            return obj
+        out = {**obj, "message": {**obj["message"], "content": new}}
+        changed = [f for o, _ in derived if (f := fate[id(o)]) is not None and f is not o]
+        results = [f for f in changed if m.role(f) == "tool"]
+        if results and "toolUseResult" in obj:
+            out["toolUseResult"] = m.text(results[0])
+        return out
+
+    def _emissions(self, msg: Message, orig: Message | None) -> list[Emission]:
+        if orig is not None:
+            return self.plans.get(id(orig), [])
+        key = id(msg)
+        if key not in self.plans:
+            self.plans[key] = [("new", obj) for obj in self._new_lines(msg)]
+        return self.plans[key]
+
+    # -- building lines ---------------------------------------------------
+
+    def _envelope(self) -> Obj:
+        ref = self.env_ref
+        env = {k: ref[k] for k in ENVELOPE if k in ref}
+        env.setdefault("isSidechain", False)
+        env.setdefault("sessionId", str(uuid.uuid5(NAMESPACE, self.seed)))
+        return env
+
+    def _timestamp(self) -> str:
+        stamp = self.env_ref.get("timestamp")
+        return stamp if isinstance(stamp, str) else self.stamp
+
+    def _user(self, content: Any, **extra: Any) -> Obj:
+        return {
+            "parentUuid": None,
+            **self._envelope(),
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            **extra,
+            "uuid": self.new_uuid(),
+            "timestamp": self._timestamp(),
+        }
+
+    def _new_lines(self, msg: Message) -> list[Obj]:
+        role = m.role(msg)
+        if role == "tool":
+            return [self._user([blocks.result_block(None, msg)])]
+        if role == "assistant":
+            message_id = f"msg_ctxpack_{uuid.uuid5(NAMESPACE, self.seed + str(self.counter)).hex}"
+            out = []
+            for _, block in blocks.assistant_blocks([], None, msg):
+                body = {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": SYNTHETIC_MODEL,
+                    "content": [block],
+                }
+                out.append(self._assistant(body))
+            return out
+        content = msg.get("content")
+        value = content if isinstance(content, str) else blocks.content_to_blocks(content)
+        if role in ("system", "developer"):
+            return [self._user(value, isMeta=True)]
+        return [self._user(value)]
+
+    def _assistant(self, body: Obj) -> Obj:
+        return {
+            "parentUuid": None,
+            **self._envelope(),
+            "message": body,
+            "type": "assistant",
+            "uuid": self.new_uuid(),
+            "timestamp": self._timestamp(),
+        }
+
+    def _copy(self, obj: Obj) -> Obj:
+        """A kept head line repeated after the summary, under a fresh uuid."""
+        return {**obj, "uuid": self.new_uuid()}
+
+    def _clone(self, index: int, content: list[Any]) -> Obj:
+        obj = line(self.doc, index)
+        return {**obj, "message": {**obj["message"], "content": content}, "uuid": self.new_uuid()}
+
+    def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
+        first_tail = tail_lines[0] if tail_lines else None
+        logical = None
+        if self.chain:
+            pos = self.chain.index(first_tail) if first_tail in self.chain else len(self.chain)
+            logical = line(self.doc, self.chain[pos - 1])["uuid"] if pos > 0 else None
+        pre, post = self.token_counts()
+        boundary_id = self.new_uuid()
+        boundary = {
+            "parentUuid": None,
+            "logicalParentUuid": logical,
+            **self._envelope(),
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "isMeta": False,
+            "timestamp": self._timestamp(),
+            "uuid": boundary_id,
+            "level": "info",
+            "compactMetadata": {"trigger": "manual", "preTokens": pre, "postTokens": post},
+        }
+        text = m.text(summary)
+        note = self._user(text, isVisibleInTranscriptOnly=True, isCompactSummary=True)
+        note["parentUuid"] = boundary_id
+        return [Slot(boundary, None), Slot(note, None)]
+
+    def token_counts(self) -> tuple[int, int]:
+        counter = TokenCounter()
+        before = counter.messages([orig for orig, _ in self.session.originals])
+        return before, counter.messages(self.session.messages)
+
+    def _copies(self, head: list[tuple[Message, Message | None]]) -> list[Slot]:
+        out: list[Slot] = []
+        remap: dict[str, str] = {}
+        copied: set[int] = set()
+        for msg, orig in head:
+            for kind, value in self._emissions(msg, orig):
+                if kind == "new":
+                    out.append(Slot(value, None))
+                elif value not in copied:
+                    copied.add(value)
+                    state = self.state.get(value) or line(self.doc, value)
+                    copy = self._copy(state)
+                    if isinstance(state.get("uuid"), str):
+                        remap[state["uuid"]] = copy["uuid"]
+                    out.append(Slot(copy, None))
+        for slot in out:
+            source = slot.obj.get("sourceToolAssistantUUID")
+            if isinstance(source, str) and source in remap:
+                slot.obj["sourceToolAssistantUUID"] = remap[source]
+        return out
+
+    # -- chain and placement ----------------------------------------------
+
+    def _passengers(self, kept: set[int]) -> tuple[list[int], dict[int, list[int]]]:
+        """Non-message chain lines, each attached to the kept message line before it."""
+        message_lines = {i for _, lines in self.where.values() for i in lines}
+        leading: list[int] = []
+        trailing: dict[int, list[int]] = {}
+        anchor: int | None = None
+        for index in self.chain:
+            if index in message_lines:
+                if index in kept:
+                    anchor = index
+            elif anchor is None:
+                leading.append(index)
+            else:
+                trailing.setdefault(anchor, []).append(index)
+        return leading, trailing
+
+    def _link(self, seq: list[Slot], *, compacted: bool) -> None:
+        previous: str | None = None
+        for n, slot in enumerate(seq):
+            if n == 0:
+                keep = not compacted and self.chain and slot.line == self.chain[0]
+                parent = slot.obj.get("parentUuid") if keep else None
+            else:
+                parent = previous
+            if "parentUuid" not in slot.obj:
+                slot.obj = {"parentUuid": parent, **slot.obj}
+            elif slot.obj["parentUuid"] != parent:
+                slot.obj = {**slot.obj, "parentUuid": parent}
+            previous = slot.obj.get("uuid")
+
+    def _place(self, seq: list[Slot], edits: jsonl.Edits) -> None:
+        existing = [n for n, slot in enumerate(seq) if slot.line is not None]
+        for n, slot in enumerate(seq):
+            if slot.line is not None:
+                if slot.obj is not self.doc.objs[slot.line]:
+                    edits.replace[slot.line] = jsonl.dump(slot.obj, like=self.doc.raw[slot.line])
+                continue
+            data = jsonl.dump(slot.obj)
+            after_n = next((k for k in existing if k > n), None)
+            before_n = next((k for k in reversed(existing) if k < n), None)
+            if after_n is not None:
+                edits.insert([data], before=seq[after_n].line)
+            elif before_n is not None:
+                edits.insert([data], before=None, after=seq[before_n].line)
+            else:
+                edits.insert([data], before=None)
+        placed = {slot.line for slot in seq if slot.line is not None}
+        if placed:
+            cut = min(placed)
+            edits.delete.update(i for i in self.chain if i > cut and i not in placed)
+
+
+def _content(obj: Obj) -> list[Any]:
+    content = obj["message"].get("content")
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]

@@ -1,0 +1,163 @@
+"""The `claude-stream-json` format: `claude -p --output-format stream-json` logs.
+
+Lines are `{"type": "system"|"assistant"|"user"|"result", ...}`, either as
+the CLI prints them (`subtype`, `session_id`, `uuid`, `parent_tool_use_id` at
+top level) or re-wrapped as `{"type", "message": {...}, "timestamp"}`. There is
+no parent chain: the model's context is everything after the last
+`compact_boundary`, whose next user line holds the summary ("This session is
+being continued ..."). Assistant lines of one API response (same message.id)
+merge into one message, as in `claude-code`; lines of a subagent (a
+`parent_tool_use_id`) are left out unless sidechains are asked for.
+
+Written back like `claude-code`, without the uuid chain: edits in place, and a
+compaction as a `compact_boundary` system line plus a user summary line just
+before the first kept tail line, followed by copies of the kept head lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ctxpack.formats import jsonl
+from ctxpack.formats.base import ReadOptions
+from ctxpack.formats.claude_code import last_timestamp, session_of
+from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
+from ctxpack.transcript import Message, Session, Transcript
+
+_DETECT = re.compile(
+    rb'^\{"type":"(system|assistant|user|result)","message":\{|'
+    rb'^\{"type":"system","subtype":"init"|"parent_tool_use_id"\s*:'
+)
+Obj = dict[str, Any]
+
+
+def subtype(obj: Obj) -> Any:
+    message = obj.get("message")
+    if isinstance(message, dict) and "subtype" in message:
+        return message["subtype"]
+    return obj.get("subtype")
+
+
+def _parent_tool(obj: Obj) -> Any:
+    return obj.get("parent_tool_use_id") or (obj.get("message") or {}).get("parent_tool_use_id")
+
+
+def views(doc: jsonl.Lines, *, include_sidechains: bool) -> list[tuple[str, list[int]]]:
+    start = 0
+    for index, obj in enumerate(doc.objs):
+        if obj is not None and obj.get("type") == "system" and subtype(obj) == "compact_boundary":
+            start = index
+    main: list[int] = []
+    side: dict[str, list[int]] = {}
+    for index in range(start, len(doc.objs)):
+        obj = doc.objs[index]
+        if obj is None:
+            continue
+        parent = _parent_tool(obj)
+        if parent:
+            side.setdefault(str(parent), []).append(index)
+        else:
+            main.append(index)
+    out = [("", main)]
+    if include_sidechains:
+        out += [(f"sidechain {key}", lines) for key, lines in side.items()]
+    return out
+
+
+class StreamWriter(SessionWriter):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.wrapped = any(
+            obj is not None and isinstance(obj.get("message"), dict) and obj.get("type") == "system"
+            for obj in self.doc.objs
+        )
+        self.session_id = next(
+            (
+                sid
+                for obj in self.doc.objs
+                if obj is not None
+                and isinstance(
+                    sid := obj.get("session_id") or (obj.get("message") or {}).get("session_id"),
+                    str,
+                )
+            ),
+            None,
+        )
+
+    def _line(self, kind: str, body: Obj) -> Obj:
+        if self.wrapped:
+            return {"type": kind, "message": body, "timestamp": self._timestamp()}
+        out: Obj = {"type": kind, "message": body, "parent_tool_use_id": None}
+        if self.session_id:
+            out["session_id"] = self.session_id
+        out["uuid"] = self.new_uuid()
+        return out
+
+    def _user(self, content: Any, **extra: Any) -> Obj:
+        return self._line("user", {"role": "user", "content": content})
+
+    def _assistant(self, body: Obj) -> Obj:
+        return self._line("assistant", body)
+
+    def _copy(self, obj: Obj) -> Obj:
+        return {**obj, "uuid": self.new_uuid()} if "uuid" in obj else dict(obj)
+
+    def _clone(self, index: int, content: list[Any]) -> Obj:
+        obj = self.doc.objs[index]
+        assert obj is not None
+        out = {**obj, "message": {**obj["message"], "content": content}}
+        return self._copy(out)
+
+    def _link(self, seq: list[Slot], *, compacted: bool) -> None:
+        return
+
+    def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
+        pre, _ = self.token_counts()
+        meta = {"trigger": "manual", "pre_tokens": pre}
+        if self.wrapped:
+            body: Obj = {
+                "subtype": "compact_boundary",
+                "compact_metadata": meta,
+                "uuid": self.new_uuid(),
+            }
+            if self.session_id:
+                body["session_id"] = self.session_id
+            boundary: Obj = {"type": "system", "message": body, "timestamp": self._timestamp()}
+        else:
+            boundary = {"type": "system", "subtype": "compact_boundary", "compact_metadata": meta}
+            if self.session_id:
+                boundary["session_id"] = self.session_id
+            boundary["uuid"] = self.new_uuid()
+        from ctxpack import messages as m
+
+        note = self._user([{"type": "text", "text": m.text(summary)}])
+        return [Slot(boundary, None), Slot(note, None)]
+
+
+class ClaudeStreamFormat:
+    name = "claude-stream-json"
+    description = "Claude Code stream-json output (claude -p --output-format stream-json)"
+    writable = True
+
+    def detect(self, head: bytes) -> bool:
+        return jsonl.any_line(head, _DETECT)
+
+    def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
+        doc = jsonl.parse(data, path=path, options=options)
+        sessions: list[Session] = [
+            session_of(doc, lines, label)
+            for label, lines in views(doc, include_sidechains=options.include_sidechains)
+        ]
+        layout: dict[str, Any] = {"doc": doc}
+        stamp = last_timestamp(doc, sessions[0].context["chain"])
+        if stamp:
+            layout["last_timestamp"] = stamp
+        return Transcript(
+            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+        )
+
+    def write(self, transcript: Transcript) -> bytes:
+        if transcript.unchanged() and "doc" in transcript.layout:
+            return transcript.raw
+        return write(transcript, writer=StreamWriter)

@@ -1,0 +1,268 @@
+"""The `codex` format: OpenAI Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl).
+
+Every line is `{"timestamp", "type", "payload"}`. `response_item` lines are
+the model history (Responses API items); `session_meta.base_instructions` is
+the system prompt; `event_msg` lines are UI copies (`exec_command_end` repeats
+a command's whole output). A `compacted` line replaces the history with its
+`replacement_history`; later `response_item` lines continue from there.
+
+Mapping: consecutive assistant-side items (reasoning, assistant text,
+function/custom tool calls) form one assistant message; `function_call_output`
+and `custom_tool_call_output` become `tool` messages; reasoning items ride
+along verbatim in the assistant message's `reasoning` list (their summary text
+counts as reasoning). A custom tool call's raw input becomes the arguments
+`{"input": raw}`. An opaque server-side compaction item is presented as a
+summary message noting that its text is not available.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxpack import jsoncodec, markers
+from ctxpack.formats import jsonl
+from ctxpack.formats.base import ReadOptions
+from ctxpack.transcript import Message, Session, Transcript
+
+_DETECT = re.compile(
+    rb'^\{"timestamp":"[^"]*","type":"(session_meta|response_item|event_msg|turn_context|'
+    rb'compacted|world_state)","payload":'
+)
+CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUT_TYPES = frozenset(
+    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+)
+COMPACTION_TYPES = frozenset({"compaction", "compaction_summary"})
+OPAQUE_NOTE = (
+    "(An earlier Codex compaction kept its summary server-side in encrypted form; "
+    "its text is not available here.)"
+)
+
+# Where a message came from: (line index, index in that line's
+# replacement_history or None for the line's own payload).
+Loc = tuple[int, int | None]
+
+
+@dataclass
+class Source:
+    kind: str  # "meta", "item", "group", "compacted"
+    locs: list[Loc]
+
+
+def detect(head: bytes) -> bool:
+    return jsonl.any_line(head, _DETECT)
+
+
+def payload_at(doc: jsonl.Lines, loc: Loc) -> dict[str, Any]:
+    obj = doc.objs[loc[0]]
+    assert obj is not None
+    payload = obj["payload"]
+    if loc[1] is not None:
+        payload = payload["replacement_history"][loc[1]]
+    assert isinstance(payload, dict)
+    return payload
+
+
+def content_of(parts: Any) -> Any:
+    """Responses content parts -> chat content (one text part -> a string)."""
+    if not isinstance(parts, list):
+        return parts if isinstance(parts, str) else ""
+    texts = [p for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    if len(parts) == 1 and len(texts) == 1:
+        return texts[0]["text"]
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "input_image":
+            out.append({"type": "image_url", "image_url": {"url": part.get("image_url", "")}})
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            out.append({"type": "text", "text": part["text"]})
+        else:
+            out.append(part)
+    return out
+
+
+def output_of(output: Any) -> Any:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict) and "content" in output:
+        return output_of(output["content"])
+    if isinstance(output, list):
+        return content_of(output)
+    return jsoncodec.dumps(output).decode("utf-8")
+
+
+def call_of(payload: dict[str, Any]) -> dict[str, Any]:
+    kind = payload.get("type")
+    if kind == "custom_tool_call":
+        arguments = jsoncodec.dumps({"input": payload.get("input", "")}).decode("utf-8")
+    elif kind == "local_shell_call":
+        arguments = jsoncodec.dumps(payload.get("action", {})).decode("utf-8")
+    else:
+        raw = payload.get("arguments", "")
+        arguments = raw if isinstance(raw, str) else jsoncodec.dumps(raw).decode("utf-8")
+    return {
+        "id": str(payload.get("call_id") or payload.get("id") or ""),
+        "type": "function",
+        "function": {"name": str(payload.get("name", "local_shell")), "arguments": arguments},
+    }
+
+
+def summary_text(message: Any) -> str:
+    if isinstance(message, str) and message.strip():
+        if markers.is_summary({"role": "user", "content": message}):
+            return message
+        body = message.strip()
+    else:
+        body = OPAQUE_NOTE
+    return f"{markers.SUMMARY_PREFIX}\n\n{body}\n{markers.SUMMARY_END}"
+
+
+@dataclass
+class _Builder:
+    doc: jsonl.Lines
+    messages: list[Message] = field(default_factory=list)
+    where: dict[int, Source] = field(default_factory=dict)
+    group: dict[str, Any] | None = None
+    last_line: int = -1
+
+    def add(self, msg: Message, source: Source) -> None:
+        self.messages.append(msg)
+        self.where[id(msg)] = source
+
+    def item(self, payload: dict[str, Any], loc: Loc) -> None:
+        kind = payload.get("type")
+        if kind == "message" and payload.get("role") != "assistant":
+            self.flush()
+            msg = {
+                "role": str(payload.get("role", "user")),
+                "content": content_of(payload.get("content")),
+            }
+            self.add(msg, Source("item", [loc]))
+        elif kind in OUTPUT_TYPES:
+            self.flush()
+            msg = {
+                "role": "tool",
+                "tool_call_id": str(payload.get("call_id", "")),
+                "content": output_of(payload.get("output")),
+            }
+            self.add(msg, Source("item", [loc]))
+        elif kind in COMPACTION_TYPES:
+            self.flush()
+        else:
+            group = self.group
+            if group is None:
+                group = self.group = {"texts": [], "calls": [], "reasoning": [], "locs": []}
+            group["locs"].append(loc)
+            if kind == "message":
+                content = content_of(payload.get("content"))
+                group["texts"].extend(
+                    [content] if isinstance(content, str) else [p for p in content if p]
+                )
+            elif kind in CALL_TYPES:
+                group["calls"].append(call_of(payload))
+            elif kind == "reasoning":
+                group["reasoning"].append(payload)
+        self.last_line = max(self.last_line, loc[0])
+
+    def flush(self) -> None:
+        group, self.group = self.group, None
+        if group is None or not (group["texts"] or group["calls"] or group["reasoning"]):
+            return
+        texts = group["texts"]
+        content: Any = None
+        if len(texts) == 1 and isinstance(texts[0], str):
+            content = texts[0]
+        elif texts:
+            content = [{"type": "text", "text": t} if isinstance(t, str) else t for t in texts]
+        msg: Message = {"role": "assistant", "content": content}
+        if group["calls"]:
+            msg["tool_calls"] = group["calls"]
+        if group["reasoning"]:
+            msg["reasoning"] = group["reasoning"]
+        self.add(msg, Source("group", group["locs"]))
+
+    def compacted(self, payload: dict[str, Any], index: int) -> None:
+        self.flush()
+        system = [msg for msg in self.messages if self.where[id(msg)].kind == "meta"]
+        self.messages = system
+        history = payload.get("replacement_history")
+        found_summary = False
+        if isinstance(history, list):
+            for k, item in enumerate(history):
+                if not isinstance(item, dict):
+                    continue
+                if item.get("type") in COMPACTION_TYPES:
+                    self.flush()
+                    if not found_summary:
+                        msg = {"role": "user", "content": summary_text(payload.get("message"))}
+                        self.add(msg, Source("compacted", [(index, k)]))
+                        found_summary = True
+                    continue
+                self.item(item, (index, k))
+                if self.messages and markers.is_summary(self.messages[-1]):
+                    found_summary = True
+            self.flush()
+        if not found_summary:
+            msg = {"role": "user", "content": summary_text(payload.get("message"))}
+            self.add(msg, Source("compacted", [(index, None)]))
+        self.last_line = index
+
+
+def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any]]:
+    builder = _Builder(doc)
+    mirrors: dict[str, list[int]] = {}
+    compacted_at = -1
+    for index, obj in enumerate(doc.objs):
+        if obj is None or not isinstance(obj.get("payload"), dict):
+            continue
+        kind, payload = obj.get("type"), obj["payload"]
+        if kind == "session_meta" and not any(s.kind == "meta" for s in builder.where.values()):
+            instructions = payload.get("base_instructions")
+            text = instructions.get("text") if isinstance(instructions, dict) else instructions
+            if isinstance(text, str) and text:
+                builder.add({"role": "system", "content": text}, Source("meta", [(index, None)]))
+        elif kind == "response_item":
+            builder.item(payload, (index, None))
+        elif kind == "compacted":
+            builder.compacted(payload, index)
+            compacted_at = index
+        elif kind == "event_msg" and payload.get("type") == "exec_command_end":
+            mirrors.setdefault(str(payload.get("call_id", "")), []).append(index)
+    builder.flush()
+    messages = builder.messages
+    session = Session(
+        messages=messages,
+        originals=[(msg, b"") for msg in messages],
+        context={"where": builder.where, "mirrors": mirrors, "compacted_at": compacted_at},
+    )
+    layout: dict[str, Any] = {"doc": doc}
+    if builder.last_line >= 0:
+        stamp = (doc.objs[builder.last_line] or {}).get("timestamp")
+        if isinstance(stamp, str):
+            layout["last_timestamp"] = stamp
+    return session, layout
+
+
+class CodexFormat:
+    name = "codex"
+    description = "OpenAI Codex CLI rollout (JSONL of response items; compacted markers)"
+    writable = True
+
+    def detect(self, head: bytes) -> bool:
+        return detect(head)
+
+    def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
+        doc = jsonl.parse(data, path=path, options=options)
+        session, layout = read_doc(doc)
+        return Transcript(
+            self.name, [session], path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+        )
+
+    def write(self, transcript: Transcript) -> bytes:
+        from ctxpack.formats.codex_write import write
+
+        if transcript.unchanged() and "doc" in transcript.layout:
+            return transcript.raw
+        return write(transcript)

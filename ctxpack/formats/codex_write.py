@@ -1,0 +1,374 @@
+"""Writing a Codex rollout back.
+
+Without a new summary, edits happen in place: a pruned `function_call_output`
+rewrites its output and the mirroring `exec_command_end` event gets the same
+text (aggregated_output, stdout, stderr, formatted_output); changed arguments
+rewrite the call; a dropped item's line is deleted.
+
+A compaction is written the way Codex writes its own: a `compacted` line whose
+`replacement_history` is the new model history up to the first kept tail item
+(kept head items as Responses items, then the summary as a user message) and
+whose `message` is the summary text, then a `context_compacted` event; both
+go just before the first kept tail line, which stays in place with the rest
+of the tail. Lines before that point stay untouched: Codex itself keeps them,
+and a reader that replays the file (as Codex does on resume) replaces them
+with the replacement history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ctxpack import messages as m
+from ctxpack.errors import UsageError
+from ctxpack.formats import jsonl
+from ctxpack.formats.codex import CALL_TYPES, Loc, Source, payload_at
+from ctxpack.formats.origins import first_new_summary, pairs
+from ctxpack.toolpairs import parse_arguments
+from ctxpack.transcript import Message, Session, Transcript
+
+EPOCH = "1970-01-01T00:00:00.000Z"
+NAMESPACE = uuid.UUID("0b6d2f5e-8d1c-4c55-b7a3-5a1f4f9e2c37")
+Payload = dict[str, Any]
+Entry = tuple[Loc | None, Payload | None]
+
+
+def write(transcript: Transcript) -> bytes:
+    doc = transcript.layout.get("doc")
+    if not isinstance(doc, jsonl.Lines):
+        doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
+    if len(transcript.sessions) != 1:
+        raise UsageError("a Codex rollout holds one session; convert one session at a time")
+    stamp = transcript.layout.get("last_timestamp")
+    edits = jsonl.Edits()
+    _Writer(doc, transcript.sessions[0], stamp if isinstance(stamp, str) else EPOCH).run(edits)
+    return edits.apply(doc)
+
+
+class _Writer:
+    def __init__(self, doc: jsonl.Lines, session: Session, stamp: str) -> None:
+        self.doc = doc
+        self.session = session
+        self.where: dict[int, Source] = session.context.get("where", {})
+        self.mirrors: dict[str, list[int]] = session.context.get("mirrors", {})
+        self.compacted_at: int = session.context.get("compacted_at", -1)
+        self.stamp = stamp
+
+    def kind(self, orig: Message | None) -> str:
+        return self.where[id(orig)].kind if orig is not None else "new"
+
+    def first_line(self, orig: Message | None) -> int | None:
+        if orig is None or self.kind(orig) not in ("item", "group"):
+            return None
+        lines = [li for li, k in self.where[id(orig)].locs if k is None]
+        return min(lines) if lines else None
+
+    def run(self, edits: jsonl.Edits) -> None:
+        items = pairs(self.session)
+        fate = {id(orig): msg for msg, orig in items if orig is not None}
+        body = self._system(items, edits)
+        cut = first_new_summary(body)
+        start = cut + 1 if cut is not None else 0
+        region_end = next(
+            (
+                k
+                for k in range(start, len(body))
+                if (ln := self.first_line(body[k][1])) is not None and ln > self.compacted_at
+            ),
+            len(body),
+        )
+        touched = any(
+            self.kind(orig) == "compacted"
+            or any(k is not None for _, k in self.where[id(orig)].locs)
+            for orig, _ in self.session.originals
+            if self.kind(orig) != "meta" and fate.get(id(orig)) is not orig
+        )
+        fresh = any(orig is None for _, orig in body[:region_end])
+        insert_at: int | None = None
+        if cut is not None or (self.compacted_at >= 0 and (touched or fresh)):
+            first = self.first_line(body[region_end][1]) if region_end < len(body) else None
+            insert_at = first
+            lines = self._compacted(body[:region_end], cut, first)
+            edits.insert(lines, before=first)
+        else:
+            region_end = 0
+        self._tail(body[region_end:], edits)
+        for orig, _ in self.session.originals:
+            if fate.get(id(orig)) is None and self.kind(orig) in ("item", "group"):
+                for li, k in self.where[id(orig)].locs:
+                    if k is None and (insert_at is None or li > insert_at):
+                        edits.delete.add(li)
+
+    # -- system prompt ----------------------------------------------------
+
+    def _system(
+        self, items: list[tuple[Message, Message | None]], edits: jsonl.Edits
+    ) -> list[tuple[Message, Message | None]]:
+        body: list[tuple[Message, Message | None]] = []
+        has_meta = any(self.kind(o) == "meta" for o, _ in self.session.originals)
+        for n, (msg, orig) in enumerate(items):
+            if self.kind(orig) == "meta":
+                assert orig is not None
+                if msg is not orig:
+                    index = self.where[id(orig)].locs[0][0]
+                    obj = self.doc.objs[index]
+                    assert obj is not None
+                    payload = obj["payload"]
+                    instructions = payload.get("base_instructions")
+                    new_instr: Any = (
+                        {**instructions, "text": m.text(msg)}
+                        if isinstance(instructions, dict)
+                        else m.text(msg)
+                    )
+                    new = {**obj, "payload": {**payload, "base_instructions": new_instr}}
+                    edits.replace[index] = jsonl.dump(new, like=self.doc.raw[index])
+            elif n == 0 and orig is None and m.role(msg) == "system" and not has_meta:
+                meta = {
+                    "id": str(uuid.uuid5(NAMESPACE, m.text(msg))),
+                    "timestamp": self.stamp,
+                    "originator": "ctxpack",
+                    "base_instructions": {"text": m.text(msg)},
+                }
+                line = {"timestamp": self.stamp, "type": "session_meta", "payload": meta}
+                edits.insert([jsonl.dump(line)], before=0 if self.doc.raw else None)
+            else:
+                body.append((msg, orig))
+        return body
+
+    # -- compaction -------------------------------------------------------
+
+    def _compacted(
+        self, region: list[tuple[Message, Message | None]], cut: int | None, before: int | None
+    ) -> list[bytes]:
+        history: list[Payload] = []
+        message: Any = ""
+        for k, (msg, orig) in enumerate(region):
+            if k == cut:
+                history.append(_message_item("user", msg))
+                message = m.text(msg)
+            elif orig is not None and self.kind(orig) == "compacted":
+                source = self.where[id(orig)]
+                old = self.doc.objs[source.locs[0][0]]
+                assert old is not None
+                if msg is orig:
+                    history += [
+                        payload_at(self.doc, loc) for loc in source.locs if loc[1] is not None
+                    ]
+                    message = old["payload"].get("message", "")
+                else:
+                    history.append(_message_item("user", msg))
+                    message = m.text(msg)
+            else:
+                history += [p for _, p in self._entries(msg, orig) if p is not None]
+        stamp = self._stamp(before)
+        payload = {"message": message, "replacement_history": history}
+        return [
+            jsonl.dump({"timestamp": stamp, "type": "compacted", "payload": payload}),
+            jsonl.dump(
+                {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}}
+            ),
+        ]
+
+    def _stamp(self, index: int | None) -> str:
+        candidates = [index] if index is not None else []
+        candidates.append(len(self.doc.objs) - 1)
+        for i in candidates:
+            obj = self.doc.objs[i] if 0 <= i < len(self.doc.objs) else None
+            if obj is not None and isinstance(obj.get("timestamp"), str):
+                return str(obj["timestamp"])
+        return self.stamp
+
+    # -- in-place edits ---------------------------------------------------
+
+    def _tail(self, tail: list[tuple[Message, Message | None]], edits: jsonl.Edits) -> None:
+        seq: list[tuple[int | None, Payload | None]] = []
+        for msg, orig in tail:
+            for loc, payload in self._entries(msg, orig):
+                if loc is None:
+                    seq.append((None, payload))
+                    continue
+                index = loc[0]
+                obj = self.doc.objs[index]
+                assert obj is not None
+                if payload is None:
+                    edits.delete.add(index)
+                elif payload is not obj["payload"]:
+                    new = {**obj, "payload": payload}
+                    edits.replace[index] = jsonl.dump(new, like=self.doc.raw[index])
+                seq.append((index, payload))
+            if orig is not None and msg is not orig and m.role(msg) == "tool":
+                self._mirror(m.result_call_id(msg), m.text(msg), edits)
+        anchors = [n for n, (index, _) in enumerate(seq) if index is not None]
+        for n, (spot, payload) in enumerate(seq):
+            if spot is not None or payload is None:
+                continue
+            nxt = next((seq[k][0] for k in anchors if k > n), None)
+            prev = next((seq[k][0] for k in reversed(anchors) if k < n), None)
+            line = jsonl.dump(
+                {
+                    "timestamp": self._stamp(nxt if nxt is not None else prev),
+                    "type": "response_item",
+                    "payload": payload,
+                }
+            )
+            if nxt is not None:
+                edits.insert([line], before=nxt)
+            elif prev is not None:
+                edits.insert([line], before=None, after=prev)
+            else:
+                edits.insert([line], before=None)
+
+    def _mirror(self, call_id: str, text: str, edits: jsonl.Edits) -> None:
+        for index in self.mirrors.get(call_id, []):
+            obj = self.doc.objs[index]
+            assert obj is not None
+            payload = dict(obj["payload"])
+            payload["aggregated_output"] = text
+            for key in ("stdout", "stderr", "formatted_output"):
+                if isinstance(payload.get(key), str) and payload[key]:
+                    payload[key] = text
+            edits.replace[index] = jsonl.dump({**obj, "payload": payload}, like=self.doc.raw[index])
+
+    def _entries(self, msg: Message, orig: Message | None) -> list[Entry]:
+        """(location, payload) for each item of msg; payload None deletes, a
+        location None is a new item; an untouched item keeps its payload object."""
+        if orig is None:
+            return [(None, p) for p in _fresh_items(msg)]
+        source = self.where[id(orig)]
+        if msg is orig:
+            return [(loc, payload_at(self.doc, loc)) for loc in source.locs]
+        if source.kind == "item":
+            loc = source.locs[0]
+            return [(loc, _edited_item(payload_at(self.doc, loc), msg))]
+        if source.kind == "compacted":
+            return [(None, _message_item("user", msg))]
+        return self._group(source, orig, msg)
+
+    def _group(self, source: Source, orig: Message, msg: Message) -> list[Entry]:
+        out: list[Entry] = []
+        same_text = _texts(orig) == _texts(msg)
+        texts = _texts(msg)
+        calls = {m.call_id(c): c for c in m.tool_calls(msg)}
+        kept_reasoning = msg.get("reasoning")
+        keep = kept_reasoning if isinstance(kept_reasoning, list) else []
+        placed = False
+        for loc in source.locs:
+            payload = payload_at(self.doc, loc)
+            kind = payload.get("type")
+            if kind == "message":
+                if same_text:
+                    out.append((loc, payload))
+                elif texts and not placed:
+                    parts = [{"type": "output_text", "text": t} for t in texts]
+                    out.append((loc, {**payload, "content": parts}))
+                    placed = True
+                else:
+                    out.append((loc, None))
+            elif kind == "reasoning":
+                out.append((loc, payload if any(payload is r for r in keep) else None))
+            elif kind in CALL_TYPES:
+                call = calls.pop(str(payload.get("call_id", "")), None)
+                if call is None:
+                    out.append((loc, None))
+                else:
+                    if not same_text and texts and not placed:
+                        out.append((None, _message_item("assistant", {"content": texts})))
+                        placed = True
+                    out.append((loc, _edited_call(payload, call)))
+            else:
+                out.append((loc, payload))
+        if not same_text and texts and not placed:
+            out.append((None, _message_item("assistant", {"content": texts})))
+        out += [(None, _call_item(call)) for call in calls.values()]
+        return out
+
+
+def _texts(msg: Message) -> list[str]:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return [content] if content else []
+    return list(m.text_parts(msg)) if isinstance(content, list) else []
+
+
+def _parts(msg: Message, text_type: str) -> list[Any]:
+    content = msg.get("content")
+    if isinstance(content, str) or content is None:
+        return [{"type": text_type, "text": content or ""}]
+    out: list[Any] = []
+    for part in content:
+        if isinstance(part, str):
+            out.append({"type": text_type, "text": part})
+        elif isinstance(part, dict) and part.get("type") in m.TEXT_PART_TYPES:
+            out.append({"type": text_type, "text": part.get("text", "")})
+        elif isinstance(part, dict) and part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url", "") if isinstance(image, dict) else image
+            out.append({"type": "input_image", "image_url": url})
+        else:
+            out.append(part)
+    return out
+
+
+def _message_item(role: str, msg: Message) -> Payload:
+    role = "developer" if role == "system" else role
+    text_type = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": _parts(msg, text_type)}
+
+
+def _edited_item(payload: Payload, msg: Message) -> Payload:
+    if payload.get("type") == "message":
+        parts = payload.get("content")
+        first = parts[0] if isinstance(parts, list) and parts else {}
+        text_type = first.get("type", "input_text") if isinstance(first, dict) else "input_text"
+        return {**payload, "content": _parts(msg, str(text_type))}
+    return {**payload, "output": m.text(msg)}
+
+
+def _edited_call(payload: Payload, call: dict[str, Any]) -> Payload:
+    arguments = m.call_arguments(call)
+    kind = payload.get("type")
+    if kind == "function_call":
+        return (
+            payload
+            if payload.get("arguments") == arguments
+            else {**payload, "arguments": arguments}
+        )
+    if kind == "custom_tool_call":
+        raw = parse_arguments(arguments).get("input", arguments)
+        return payload if payload.get("input") == raw else {**payload, "input": raw}
+    return payload
+
+
+def _call_item(call: dict[str, Any]) -> Payload:
+    return {
+        "type": "function_call",
+        "name": m.call_name(call),
+        "arguments": m.call_arguments(call),
+        "call_id": m.call_id(call),
+    }
+
+
+def _fresh_items(msg: Message) -> list[Payload]:
+    role = m.role(msg)
+    if role == "tool" or role == "function":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": m.result_call_id(msg),
+                "output": m.text(msg),
+            }
+        ]
+    if role != "assistant":
+        return [_message_item(role or "user", msg)]
+    out: list[Payload] = []
+    reasoning = msg.get("reasoning")
+    if isinstance(reasoning, list):
+        out += [r for r in reasoning if isinstance(r, dict) and r.get("type") == "reasoning"]
+    elif msg.get("reasoning_content"):
+        text = str(msg["reasoning_content"])
+        out.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]})
+    if _texts(msg):
+        out.append(_message_item("assistant", msg))
+    out += [_call_item(call) for call in m.tool_calls(msg)]
+    return out

@@ -1,0 +1,136 @@
+"""Which parsed message each output message stands for.
+
+Stages keep unchanged messages as the very objects the reader produced and
+replace changed ones with new dicts. A writer that must edit the source lines
+of a changed message finds its original here: by identity first, then by the
+ids a tool exchange carries, then by position between unchanged neighbours.
+A summary inserted by the pipeline has no original (unless it was merged into
+a tail message, whose text then starts the merged text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxpack import markers
+from ctxpack import messages as m
+from ctxpack.transcript import Message, Session
+
+
+@dataclass
+class Resolved:
+    # For each output message, the original it replaces (None: a new message).
+    origin: list[Message | None]
+    # id(original) -> the output message that replaces it (absent: dropped).
+    output_of: dict[int, Message]
+
+    def fate(self, original: Message) -> Message | None:
+        return self.output_of.get(id(original))
+
+
+def resolve(session: Session) -> Resolved:
+    originals = [msg for msg, _ in session.originals]
+    position = {id(msg): i for i, msg in enumerate(originals)}
+    by_result: dict[str, int] = {}
+    by_call: dict[str, int] = {}
+    for i, msg in enumerate(originals):
+        tcid = m.result_call_id(msg)
+        if tcid and m.is_tool_result(msg):
+            by_result.setdefault(tcid, i)
+        for call in m.tool_calls(msg):
+            if m.call_id(call):
+                by_call.setdefault(m.call_id(call), i)
+    out = session.messages
+    found: list[int | None] = [None] * len(out)
+    used: set[int] = set()
+    for k, msg in enumerate(out):
+        same = position.get(id(msg))
+        if same is not None and originals[same] is msg and same not in used:
+            found[k] = same
+            used.add(same)
+    for k, msg in enumerate(out):
+        if found[k] is not None:
+            continue
+        linked = _by_ids(msg, by_result, by_call)
+        if linked is not None and linked not in used and m.role(originals[linked]) == m.role(msg):
+            found[k] = linked
+            used.add(linked)
+    for k, msg in enumerate(out):
+        if found[k] is None:
+            placed = _by_position(k, msg, out, found, originals, used)
+            if placed is not None:
+                found[k] = placed
+                used.add(placed)
+    origin = [originals[i] if i is not None else None for i in found]
+    output_of = {id(orig): msg for orig, msg in zip(origin, out, strict=True) if orig is not None}
+    return Resolved(origin=origin, output_of=output_of)
+
+
+def _by_ids(msg: Message, by_result: dict[str, int], by_call: dict[str, int]) -> int | None:
+    if m.is_tool_result(msg):
+        return by_result.get(m.result_call_id(msg))
+    for call in m.tool_calls(msg):
+        if m.call_id(call) in by_call:
+            return by_call[m.call_id(call)]
+    return None
+
+
+def _by_position(
+    k: int,
+    msg: Message,
+    out: list[Message],
+    found: list[int | None],
+    originals: list[Message],
+    used: set[int],
+) -> int | None:
+    prev_k = next((j for j in range(k - 1, -1, -1) if found[j] is not None), None)
+    next_k = next((j for j in range(k + 1, len(out)) if found[j] is not None), None)
+    low = found[prev_k] if prev_k is not None else -1
+    high = found[next_k] if next_k is not None else len(originals)
+    assert low is not None and high is not None
+    text = m.text(msg)
+    candidates = [
+        i for i in range(low + 1, high) if i not in used and m.role(originals[i]) == m.role(msg)
+    ]
+    # A tail message the summary was merged into: its own text comes first.
+    for i in candidates:
+        own = m.text(originals[i])
+        if own.strip() and text.startswith(own) and len(text) > len(own):
+            return i
+    if markers.is_summary(msg):
+        return None
+    # Otherwise only the message at the same offset from the previous anchor.
+    offset = k - (prev_k if prev_k is not None else -1)
+    i = low + offset
+    return i if i in candidates else None
+
+
+def merged_summary(msg: Message, original: Message) -> str | None:
+    """The summary text a stage appended to an original message, if it did."""
+    text, own = m.text(msg), m.text(original)
+    if not markers.is_summary(msg) or not own.strip() or not text.startswith(own):
+        return None
+    rest = text[len(own) :].lstrip("\n")
+    return rest if markers.is_summary({"role": "user", "content": rest}) else None
+
+
+def pairs(session: Session) -> list[tuple[Message, Message | None]]:
+    """(output message, its original) in output order; a summary a stage merged
+    into a tail message is split back out in front of that message's original,
+    for formats that keep summaries in lines of their own."""
+    res = resolve(session)
+    items: list[tuple[Message, Message | None]] = []
+    for msg, orig in zip(session.messages, res.origin, strict=True):
+        summary = merged_summary(msg, orig) if orig is not None and msg is not orig else None
+        if orig is not None and summary is not None:
+            items += [({"role": "user", "content": summary}, None), (orig, orig)]
+        else:
+            items.append((msg, orig))
+    return items
+
+
+def first_new_summary(items: list[tuple[Message, Message | None]]) -> int | None:
+    return next(
+        (k for k, (msg, orig) in enumerate(items) if orig is None and markers.is_summary(msg)),
+        None,
+    )

@@ -1,0 +1,403 @@
+"""Fact extraction on real transcript text: paths, commands, errors, ids,
+URLs, values and user directives; what a summary missed; the preserved-facts
+section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import formats
+from ctxpack.facts import (
+    Facts,
+    extract_facts,
+    missing_facts,
+    preserved_facts_section,
+)
+from ctxpack.facts_text import clean_path, collapse, command_of, looks_like_path
+from ctxpack.summarizer import PRESERVED_FACTS_HEADING
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Message
+from tests.conftest import FIXTURES, TAU_BENCH
+
+CLAUDE = FIXTURES / "claude-code"
+HAIKU = CLAUDE / "openagents__regex-log__haiku-testgen-v2.jsonl"
+OPUS = CLAUDE / "openagents__regex-log__opus-raw.jsonl"
+CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+STREAM = (
+    FIXTURES
+    / "claude-stream-json"
+    / "openagents__logs__20251222_175115-call-issue-ready-now-to.jsonl"
+)
+SWE = FIXTURES / "swe-agent"
+OPENHANDS = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
+SHAREGPT = FIXTURES / "sharegpt" / "LLaMA-Factory__data__glaive_toolcall_en_demo.json"
+
+
+# ---- native records as OpenAI messages (the adapters are not used here) ----
+
+
+def call(call_id: str, name: str, arguments: str) -> Message:
+    function = {"name": name, "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def result(call_id: str, text: str, *, is_error: bool = False) -> Message:
+    msg: Message = {"role": "tool", "tool_call_id": call_id, "content": text}
+    if is_error:
+        msg["is_error"] = True
+    return msg
+
+
+def _block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def claude_messages(path: Path) -> list[Message]:
+    """Claude Code / stream-json lines: text, tool_use and tool_result blocks."""
+    out: list[Message] = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        msg = record.get("message")
+        if record.get("type") not in ("user", "assistant") or not isinstance(msg, dict):
+            continue
+        content: Any = msg.get("content")
+        if isinstance(content, str):
+            out.append({"role": msg["role"], "content": content})
+            continue
+        for block in content:
+            kind = block.get("type")
+            if kind == "text":
+                out.append({"role": msg["role"], "content": block["text"]})
+            elif kind == "tool_use":
+                out.append(call(block["id"], block["name"], json.dumps(block["input"])))
+            elif kind == "tool_result":
+                text = _block_text(block.get("content") or "")
+                out.append(result(block["tool_use_id"], text, is_error=bool(block.get("is_error"))))
+    return out
+
+
+def codex_messages(path: Path) -> list[Message]:
+    """Codex rollout response items: messages, function calls and outputs."""
+    out: list[Message] = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] != "response_item":
+            continue
+        item = record["payload"]
+        if item["type"] == "message":
+            out.append({"role": item["role"], "content": _block_text(item["content"])})
+        elif item["type"] == "function_call":
+            out.append(call(item["call_id"], item["name"], item["arguments"]))
+        elif item["type"] == "function_call_output":
+            out.append(result(item["call_id"], str(item["output"])))
+    return out
+
+
+def swe_messages(path: Path) -> list[Message]:
+    history = json.loads(path.read_text())["history"]
+    keep = ("role", "content", "tool_calls", "tool_call_ids")
+    out: list[Message] = []
+    for entry in history:
+        msg = {k: v for k, v in entry.items() if k in keep}
+        if msg["role"] == "tool" and entry.get("tool_call_ids"):
+            msg["tool_call_id"] = entry["tool_call_ids"][0]
+        if isinstance(msg.get("content"), list):
+            msg["content"] = _block_text(msg["content"])
+        out.append(msg)
+    return out
+
+
+# ---- paths -----------------------------------------------------------------
+
+
+def test_paths_with_spaces_from_codex_shell_quoting_and_backticks() -> None:
+    facts = extract_facts(codex_messages(CODEX))
+    # `sed -n '1,240p' /Users/anmolbhardwaj/Documents/'New project'/README.md`
+    assert "/Users/anmolbhardwaj/Documents/New project/README.md" in facts.paths
+    # `ls -la /Users/anmolbhardwaj/Documents/'New project'`
+    assert "/Users/anmolbhardwaj/Documents/New project" in facts.paths
+    # assistant text: "`/Users/anmolbhardwaj/Documents/New project/codex-session.jsonl` is ready"
+    assert "/Users/anmolbhardwaj/Documents/New project/codex-session.jsonl" in facts.paths
+    assert "/Users/anmolbhardwaj/.codex/skills/apply-grant/SKILL.md" in facts.paths
+
+
+def test_no_paths_from_tags_urls_or_half_quoted_words() -> None:
+    facts = extract_facts(codex_messages(CODEX))
+    # "</environment_context>" closes a tag; it is not a path.
+    assert not [p for p in facts.paths if "environment_context" in p or "turn_aborted" in p]
+    assert not [p for p in facts.paths if "superteam.fun" in p or "'" in p]
+    assert len(facts.paths) == len(set(facts.paths))
+
+
+def test_windows_paths_plain_and_quoted_with_spaces() -> None:
+    # No fixture was recorded on Windows; the wording mimics a PowerShell session.
+    msgs: list[Message] = [
+        {
+            "role": "user",
+            "content": r'The script is C:\Users\x\y.py and the config lives in "C:\Program '
+            r'Files\Acme Tool\settings.json".',
+        }
+    ]
+    facts = extract_facts(msgs)
+    assert facts.paths == [r"C:\Users\x\y.py", r"C:\Program Files\Acme Tool\settings.json"]
+
+
+def test_relative_and_traceback_paths_from_swe_agent() -> None:
+    facts = extract_facts(
+        swe_messages(SWE / "SWE-agent__demonstrations__function_calling_simple.traj")
+    )
+    assert "tests/missing_colon.py" in facts.paths  # open(path=...) argument
+    # The issue's traceback: File "/Users/fuchur/.../tests/./missing_colon.py", line 4
+    assert (
+        "/Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py"
+        in facts.paths
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "is_path"),
+    [
+        ("src/app.py", True),
+        ("crates/autopilot/src/state.rs", True),
+        ("/tmp/regex-log-test/app/regex.txt", True),
+        ("regex.txt", True),
+        ("1.2.3", False),
+        ("pytest-8.4.2", False),
+        ("and/or", False),
+        ("05/20/2024", False),
+        ("mia.li3818@example.com", False),
+        ("Node.js", False),
+        ("text/html", False),
+        ("Data/Compute/Skills", False),
+        ("https://superteam.fun/earn/grants/agentic-engineering", False),
+    ],
+)
+def test_path_shapes(token: str, is_path: bool) -> None:
+    assert looks_like_path(token) is is_path
+
+
+def test_locations_and_pytest_node_ids_name_their_file() -> None:
+    assert clean_path("crates/autopilot/src/state.rs:293:13") == "crates/autopilot/src/state.rs"
+    node = "testgen_tests.py::TestDateIPv4Regex::test_c1_valid_month_january"
+    assert clean_path(node) == "testgen_tests.py"
+    # An awk range from the stream-json fixture is no path.
+    awk = "awk '/MetricsCommands::Alerts/,/^ }$/' crates/autopilot/src/main.rs | tail -10"
+    assert extract_facts([call("c1", "Bash", json.dumps({"command": awk}))]).paths == [
+        "crates/autopilot/src/main.rs"
+    ]
+
+
+def test_version_numbers_are_not_paths_but_the_interpreter_is() -> None:
+    # A pytest header line from the Claude Code fixture.
+    line = "platform linux -- Python 3.13.7, pytest-8.4.2, pluggy-1.6.0 -- /usr/bin/python"
+    assert extract_facts([{"role": "assistant", "content": line}]).paths == ["/usr/bin/python"]
+
+
+# ---- commands --------------------------------------------------------------
+
+
+def test_codex_exec_command_cmd_and_claude_multiline_heredoc_kept_whole() -> None:
+    codex = extract_facts(codex_messages(CODEX)).commands
+    assert codex[0] == "pwd"
+    assert "cargo test -p cfo_oracle" in codex
+    haiku = claude_messages(HAIKU)
+    heredoc = next(
+        json.loads(m["tool_calls"][0]["function"]["arguments"])["command"]
+        for m in haiku
+        if m.get("tool_calls") and "EXPAND_EOF" in m["tool_calls"][0]["function"]["arguments"]
+    )
+    commands = extract_facts(haiku).commands
+    assert heredoc.count("\n") > 20
+    assert heredoc.strip() in commands
+
+
+def test_shell_argv_arrays_and_editor_subcommands() -> None:
+    assert command_of({"command": ["bash", "-lc", "cargo test -p cfo_oracle"]}) == (
+        "cargo test -p cfo_oracle"
+    )
+    assert command_of({"command": ["ls", "-la", "New project"]}) == "ls -la 'New project'"
+    events = json.loads(OPENHANDS.read_text())
+    calls = [
+        e["tool_call_metadata"]["model_response"]["choices"][0]["message"]["tool_calls"][0]
+        for e in events
+        if "action" in e and e.get("tool_call_metadata")
+    ]
+    msgs = [call(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls]
+    facts = extract_facts(msgs)
+    # str_replace_editor's "create" is an editor sub-command, not a shell command.
+    assert facts.commands == [
+        "mkdir -p /workspace/todo-app",
+        "cd /workspace/todo-app && python3 -m http.server 8000",
+    ]
+    assert "/workspace/todo-app/index.html" in facts.paths
+
+
+# ---- errors ----------------------------------------------------------------
+
+
+def test_python_errors_and_failed_lines_from_pytest_output() -> None:
+    errors = extract_facts(claude_messages(HAIKU)).errors
+    assert "AssertionError: assert '2021-01-15' not in ['2021-01-15']" in errors
+    assert any(e.startswith("FAILED testgen_tests.py::TestDateIPv4Regex::") for e in errors)
+    # The failed Write result carries is_error and no error pattern.
+    assert "EACCES: permission denied, mkdir '/app'" in errors
+
+
+def test_swe_agent_lint_error_but_not_code_that_mentions_errors() -> None:
+    msgs = swe_messages(
+        SWE / "SWE-agent__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
+    )
+    errors = extract_facts(msgs).errors
+    assert "IndentationError: unexpected indent" in errors
+    assert not [e for e in errors if "except (TypeError" in e]
+
+
+def test_rust_errors_from_stream_json() -> None:
+    errors = extract_facts(claude_messages(STREAM)).errors
+    assert (
+        "error[E0433]: failed to resolve: use of unresolved module or unlinked crate `nostr_core`"
+        in errors
+    )
+    assert "error[E0432]: unresolved import `secp256k1`" in errors
+
+
+def test_git_fatal_and_cargo_error_from_codex() -> None:
+    errors = extract_facts(codex_messages(CODEX)).errors
+    assert "fatal: your current branch 'main' does not have any commits yet" in errors
+    assert any(e.startswith("error: failed to load manifest for workspace member") for e in errors)
+
+
+def test_javascript_and_npm_errors() -> None:
+    output = (
+        "/app/src/list.js:12\n    return items.map(render)\n                 ^\n\n"
+        "TypeError: Cannot read properties of undefined (reading 'map')\n"
+        "    at render (/app/src/list.js:12:18)\nnpm ERR! code ELIFECYCLE\n"
+    )
+    errors = extract_facts(
+        [call("c1", "Bash", '{"command": "npm test"}'), result("c1", output)]
+    ).errors
+    assert errors == [
+        "TypeError: Cannot read properties of undefined (reading 'map')",
+        "npm ERR! code ELIFECYCLE",
+    ]
+
+
+# ---- identifiers, urls, values, directives ---------------------------------
+
+
+def test_shas_need_digits_and_letters_and_call_ids_are_not_facts() -> None:
+    msgs = swe_messages(SWE / "SWE-agent__demonstrations__function_calling_simple.traj")
+    ids = extract_facts(msgs).identifiers
+    # The submitted diff: "index 20edef5..5857437 100755"
+    assert "20edef5" in ids
+    assert "5857437" not in ids  # digits only
+    assert not [i for i in ids if i.startswith("call_")]
+    words = extract_facts([{"role": "user", "content": "deadbeef facade decade added"}])
+    assert words.identifiers == []
+
+
+def test_uuid_and_urls_from_codex() -> None:
+    facts = extract_facts(codex_messages(CODEX))
+    assert "019daa66-5b7b-7b01-b9ce-b527014cc09f" in facts.identifiers
+    # "ws_007f73d8..." web-search ids sit in event lines, never in messages.
+    assert not [i for i in facts.identifiers if len(i) > 40 and "-" not in i]
+    # The assistant wrote "**https://superteam.fun/earn/grants/agentic-engineering**".
+    assert "https://superteam.fun/earn/grants/agentic-engineering" in facts.urls
+    assert not [u for u in facts.urls if u.endswith("*")]
+
+
+def test_urls_stop_at_escapes_and_braces() -> None:
+    urls = extract_facts(claude_messages(STREAM)).urls
+    assert "wss://relay.damus.io" in urls
+    assert "https://github.com/FROSTR-ORG" in urls
+    assert not [u for u in urls if "\\" in u or "{" in u]
+
+
+def test_values_with_units_and_money() -> None:
+    session = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH)).sessions[0]
+    values = extract_facts(session.messages).values
+    assert "$121" in values  # "Economy Price: $121"
+    sharegpt = json.loads(SHAREGPT.read_text())
+    texts = [turn["value"] for conv in sharegpt for turn in conv["conversations"]]
+    msgs: list[Message] = [{"role": "assistant", "content": t} for t in texts[:400]]
+    found = extract_facts(msgs).values
+    assert "30 minutes" in found
+    assert not [v for v in found if v.endswith("0s") and len(v) == 5]  # "1960s" is a decade
+
+
+def test_user_directives_from_tau_bench() -> None:
+    sessions = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH)).sessions
+    directives = extract_facts(sessions[0].messages).directives
+    assert directives == [
+        "No, I do not want travel insurance.",
+        "Neither of those options works for me as I don't want to fly before 11 AM EST.",
+    ]
+    # "I'm afraid I don't have the reservation ID" states a fact, not a wish.
+    assert extract_facts(sessions[5].messages).directives == []
+    typed = "Always git push after each commit. Don't touch the schema. Use uv instead of pip."
+    assert extract_facts([{"role": "user", "content": typed}]).directives == [
+        "Always git push after each commit.",
+        "Don't touch the schema.",
+        "Use uv instead of pip.",
+    ]
+
+
+# ---- missing facts and the preserved section -------------------------------
+
+
+def test_missing_facts_compares_whitespace_collapsed() -> None:
+    command = "python3 << 'EOF'\nimport re\n\nprint(re.findall(r'\\d', 'a1'))\nEOF"
+    facts = Facts(paths=["/tmp/regex-log-test/app/regex.txt"], commands=[command])
+    text = f"Ran `{collapse(command)}` then edited /tmp/regex-log-test/app/regex.txt"
+    assert missing_facts(facts, text).is_empty()
+    missing = missing_facts(facts, "Nothing relevant here")
+    assert missing.paths == facts.paths
+    assert missing.commands == [command]
+
+
+def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -> None:
+    middle = codex_messages(CODEX)[2:40]
+    section = preserved_facts_section(middle, "", counter=counter, cap_tokens=5000)
+    lines = section.splitlines()
+    assert lines[0] == f"## {PRESERVED_FACTS_HEADING}"
+    kinds = [line.split(":", 1)[0] for line in lines if line.startswith("- ")]
+    order = ["- Path", "- Command", "- Error", "- ID", "- URL"]
+    assert kinds == sorted(kinds, key=order.index)
+    facts = extract_facts(middle)
+    assert missing_facts(facts, section).paths == []
+    assert missing_facts(facts, section).commands == []
+
+
+def test_preserved_section_respects_the_cap_and_is_empty_when_nothing_is_missing(
+    counter: TokenCounter,
+) -> None:
+    middle = codex_messages(CODEX)[2:60]
+    full = preserved_facts_section(middle, "", counter=counter, cap_tokens=100_000)
+    for cap in (60, 150, 400):
+        section = preserved_facts_section(middle, "", counter=counter, cap_tokens=cap)
+        assert counter.text(section) <= cap
+        assert section.startswith(f"## {PRESERVED_FACTS_HEADING}")
+        assert "more facts not shown)" in section
+    assert preserved_facts_section(middle, "", counter=counter, cap_tokens=10) == ""
+    assert preserved_facts_section(middle, full, counter=counter, cap_tokens=5000) == ""
+
+
+def test_preserved_section_masks_secrets(counter: TokenCounter) -> None:
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    msgs = [
+        call("c1", "Bash", json.dumps({"command": f"OPENAI_API_KEY={secret} python run.py"})),
+        result("c1", "ok"),
+    ]
+    section = preserved_facts_section(msgs, "", counter=counter, cap_tokens=500)
+    assert "python run.py" in section
+    assert secret not in section

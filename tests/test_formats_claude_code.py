@@ -1,0 +1,280 @@
+"""The `claude-code` adapter: Claude Code session logs (SPEC 2, FORMATS 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import formats, markers, toolpairs
+from ctxpack import messages as m
+from ctxpack.formats import ReadOptions
+from ctxpack.tokens import TokenCounter
+from tests.conftest import FIXTURES
+from tests.test_formats_support import (
+    compact,
+    compacted,
+    expected,
+    mutated,
+    normal,
+    summaries,
+    updated,
+)
+
+DIR = FIXTURES / "claude-code"
+FILES = sorted(DIR.glob("*.jsonl"))
+HAIKU = DIR / "openagents__regex-log__haiku-testgen-v2.jsonl"
+OPUS = DIR / "openagents__regex-log__opus-raw.jsonl"
+SUBAGENT = DIR / "openagents__regex-log__subagents__agent-a028728.jsonl"
+
+
+def _read(data: bytes, **options: Any) -> formats.Transcript:  # type: ignore[name-defined]
+    return formats.read(data, path="session.jsonl", options=ReadOptions(**options))
+
+
+def _lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Follow parentUuid from the last entry of the file back to the root."""
+    by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
+    node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
+    chain = []
+    while node is not None:
+        chain.append(node)
+        node = by_uuid.get(node.get("parentUuid"))  # type: ignore[arg-type]
+    return chain[::-1]
+
+
+def _expected_tokens(chain: list[dict[str, Any]]) -> tuple[int, int]:
+    texts: list[str] = []
+    messages = images = 0
+    thinking: dict[str, list[str]] = {}
+    for obj in chain:
+        message = obj.get("message")
+        if obj["type"] == "assistant":
+            if message["id"] not in thinking:
+                thinking[message["id"]] = []
+                messages += 1
+            for block in message["content"]:
+                if block["type"] == "text":
+                    texts.append(block["text"])
+                elif block["type"] == "tool_use":
+                    texts += [block["name"], compact(block["input"])]
+                elif block["type"] == "thinking" and block["thinking"]:
+                    thinking[message["id"]].append(block["thinking"])
+        elif obj["type"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                texts.append(content)
+                messages += 1
+                continue
+            in_run = False
+            for block in content:
+                if block["type"] == "tool_result":
+                    messages += 1
+                    in_run = False
+                    inner = block.get("content", "")
+                    if isinstance(inner, str):
+                        texts.append(inner)
+                    else:
+                        texts += [b["text"] for b in inner if b["type"] == "text"]
+                        images += sum(1 for b in inner if b["type"] == "image")
+                    continue
+                if not in_run:
+                    messages += 1
+                    in_run = True
+                if block["type"] == "text":
+                    texts.append(block["text"])
+                elif block["type"] == "image":
+                    images += 1
+    texts += ["\n".join(t) for t in thinking.values() if t]
+    return expected(texts, messages, images), messages
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_unchanged_write_is_byte_identical(path: Path) -> None:
+    data = path.read_bytes()
+    transcript = formats.read(data, path=str(path))
+    assert transcript.format == "claude-code"
+    assert formats.write(transcript) == data
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_token_count_matches_a_direct_count_of_the_chain(
+    path: Path, counter: TokenCounter
+) -> None:
+    data = path.read_bytes()
+    tokens, messages = _expected_tokens(_chain(_lines(data)))
+    session = formats.read(data, path=str(path)).sessions[0]
+    assert len(session.messages) == messages
+    assert counter.messages(session.messages) == tokens
+
+
+def test_split_assistant_lines_merge_into_one_message() -> None:
+    msgs = formats.read(OPUS.read_bytes(), path=str(OPUS)).sessions[0].messages
+    assert [m.role(x) for x in msgs] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    first = msgs[1]
+    assert first["content"] is None
+    assert first["reasoning_content"].startswith("The user wants me to read")
+    assert [m.call_name(c) for c in m.tool_calls(first)] == ["Read"]
+    assert json.loads(m.call_arguments(m.tool_calls(first)[0])) == {
+        "file_path": "/tmp/raw_instruction.txt"
+    }
+    assert msgs[2]["tool_call_id"] == m.call_id(m.tool_calls(first)[0])
+    assert toolpairs.orphans(msgs) == ([], [])
+
+
+def test_last_timestamp_is_the_last_message_line() -> None:
+    transcript = formats.read(OPUS.read_bytes(), path=str(OPUS))
+    assert transcript.layout["last_timestamp"] == _lines(OPUS.read_bytes())[-1]["timestamp"]
+
+
+@pytest.mark.parametrize("path", [HAIKU, SUBAGENT], ids=lambda p: p.name)
+def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter) -> None:
+    data = path.read_bytes()
+    transcript = formats.read(data, path=str(path))
+    small, new = compacted(transcript)
+    out = formats.write(small)
+    objs = _lines(out)
+    chain = _chain(objs)
+    assert chain[0]["type"] == "system" and chain[0]["subtype"] == "compact_boundary"
+    assert chain[0]["parentUuid"] is None
+    meta = chain[0]["compactMetadata"]
+    assert meta["trigger"] == "manual"
+    assert meta["preTokens"] == counter.messages(transcript.sessions[0].messages)
+    assert meta["postTokens"] == counter.messages(new) < meta["preTokens"]
+    assert chain[1]["isCompactSummary"] is True
+    assert chain[1]["parentUuid"] == chain[0]["uuid"]
+    uses = {b["id"] for o in chain if o["type"] == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"}
+    results = {
+        b["tool_use_id"]
+        for o in chain
+        if o["type"] == "user" and isinstance(o["message"]["content"], list)
+        for b in o["message"]["content"]
+        if b["type"] == "tool_result"
+    }
+    assert uses == results and uses
+    pruned = [o for o in chain if "[output pruned]" in json.dumps(o.get("message"))]
+    assert len(pruned) == 1 and pruned[0]["toolUseResult"] == "[output pruned]"
+    # Pre-compaction lines stay in the file, byte for byte.
+    original = data.split(b"\n")
+    missing = [line for line in original if line and line not in out.split(b"\n")]
+    assert len(missing) <= 2
+    back = formats.read(out, path="out.jsonl").sessions[0].messages
+    assert markers.is_summary(back[0]) and len(summaries(back)) == 1
+    assert markers.summary_body(back[0]) == markers.summary_body(new[2])
+    assert normal(back) == normal([new[2], *new[:2], *new[3:]])
+
+
+def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
+    transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
+    first = formats.write(compacted(transcript)[0])
+    again, _ = updated(formats.read(first, path="once.jsonl"), "3. Tests pass.")
+    out = formats.write(again)
+    back = formats.read(out, path="twice.jsonl").sessions[0].messages
+    assert [markers.summary_body(x) for x in summaries(back)] == ["3. Tests pass."]
+    chain = _chain(_lines(out))
+    assert [o.get("subtype") for o in chain].count("compact_boundary") == 1
+    assert chain[1]["isCompactSummary"] is True
+
+
+def test_pruning_rewrites_only_that_line_and_its_tool_use_result() -> None:
+    data = HAIKU.read_bytes()
+    transcript = formats.read(data, path=str(HAIKU))
+    session = transcript.sessions[0]
+    index = next(i for i, x in enumerate(session.messages) if m.role(x) == "tool")
+    msgs = list(session.messages)
+    msgs[index] = {**msgs[index], "content": "[pruned: 2 KB]"}
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    before, after = data.split(b"\n"), out.split(b"\n")
+    assert len(before) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert len(changed) == 1
+    line = json.loads(after[changed[0]])
+    assert line["message"]["content"][0]["content"] == "[pruned: 2 KB]"
+    assert line["toolUseResult"] == "[pruned: 2 KB]"
+    assert {k for k in line if k not in ("message", "toolUseResult")} == {
+        k for k in json.loads(before[changed[0]]) if k not in ("message", "toolUseResult")
+    }
+
+
+def test_changed_arguments_rewrite_the_tool_use_input() -> None:
+    transcript = formats.read(OPUS.read_bytes(), path=str(OPUS))
+    session = transcript.sessions[0]
+    msgs = list(session.messages)
+    call = m.tool_calls(msgs[3])[0]
+    shrunk = {**call, "function": {**call["function"], "arguments": '{"file_path":"x","content":"…"}'}}
+    msgs[3] = {**msgs[3], "tool_calls": [shrunk]}
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    uses = [b for o in _lines(out) if o["type"] == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"]
+    assert uses[1]["input"] == {"file_path": "x", "content": "…"}
+    assert uses[1]["id"] == m.call_id(call)
+
+
+def test_sidechains_are_left_out_unless_asked_for() -> None:
+    data = HAIKU.read_bytes() + SUBAGENT.read_bytes()
+    main = formats.read(HAIKU.read_bytes(), path="a").sessions[0].messages
+    agent = formats.read(SUBAGENT.read_bytes(), path="b").sessions[0].messages
+    plain = _read(data)
+    assert len(plain.sessions) == 1 and plain.sessions[0].messages == main
+    both = _read(data, include_sidechains=True)
+    assert [s.messages for s in both.sessions] == [main, agent]
+    assert both.sessions[1].label.startswith("sidechain ")
+    assert formats.write(both) == data
+
+
+def test_the_latest_leaf_wins_over_a_rewound_branch() -> None:
+    objs = _lines(OPUS.read_bytes())
+    rewind = {**objs[1], "uuid": "9b1d5f7e-0000-4000-8000-000000000001", "timestamp": "2025-12-11T22:00:00.000Z"}
+    rewind["parentUuid"] = objs[3]["uuid"]  # back to the first tool call
+    rewind["message"] = {"role": "user", "content": "Actually, stop here."}
+    data = OPUS.read_bytes() + json.dumps(rewind).encode() + b"\n"
+    msgs = _read(data).sessions[0].messages
+    assert [m.role(x) for x in msgs] == ["user", "assistant", "user"]
+    assert msgs[-1]["content"] == "Actually, stop here."
+
+
+def test_base64_images_are_image_parts(counter: TokenCounter) -> None:
+    objs = _lines(OPUS.read_bytes())
+    image = {
+        **objs[1],
+        "uuid": "9b1d5f7e-0000-4000-8000-000000000002",
+        "parentUuid": objs[-1]["uuid"],
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in this screenshot?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            ],
+        },
+    }
+    data = OPUS.read_bytes() + json.dumps(image).encode() + b"\n"
+    transcript = _read(data)
+    last = transcript.sessions[0].messages[-1]
+    assert m.image_count(last) == 1
+    assert last["content"][1]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
+    assert counter.breakdown(last)["images"] == 1600
+    assert formats.write(transcript) == data
+    edited = {**last, "content": [last["content"][0], last["content"][1], {"type": "text", "text": "Be brief."}]}
+    session = transcript.sessions[0]
+    out = formats.write(transcript.with_sessions([session.with_messages([*session.messages[:-1], edited])]))
+    block = _lines(out)[-1]["message"]["content"][1]
+    assert block == image["message"]["content"][1]  # type: ignore[index]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), which=st.sampled_from(FILES))
+def test_any_stage_edit_reads_back_as_written(seed: int, which: Path) -> None:
+    transcript = formats.read(which.read_bytes(), path=str(which))
+    session = transcript.sessions[0]
+    new = mutated(session.messages, seed)
+    out = formats.write(transcript.with_sessions([session.with_messages(new)]))
+    back = formats.read(out, path="out.jsonl").sessions[0].messages
+    assert normal(back) == normal(new)
+    assert toolpairs.orphans(back) == ([], [])

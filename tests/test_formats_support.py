@@ -1,0 +1,138 @@
+"""Helpers shared by the format adapter tests (no tests of its own).
+
+Token expectations are computed straight from the raw files with tiktoken,
+following the counter's published rules (texts + tool-call names and
+arguments + reasoning, 4 tokens per message, 1600 per image), so they do not
+go through the adapters under test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from ctxpack import markers, toolpairs
+from ctxpack import messages as m
+from ctxpack.tokens import get_encoding
+from ctxpack.transcript import Message, Transcript
+
+ENCODING = get_encoding("o200k_base")
+
+
+def tok(text: str) -> int:
+    return len(ENCODING.encode_ordinary(text)) if text else 0
+
+
+def expected(texts: list[str], messages: int, images: int = 0) -> int:
+    """Tokens of the given model-visible texts plus per-message and image costs."""
+    return sum(tok(t) for t in texts) + 4 * messages + 1600 * images
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def summary_message(body: str = "1. Read the task.\n2. Wrote the regex.") -> Message:
+    text = f"{markers.SUMMARY_PREFIX}\n\n{body}\n{markers.SUMMARY_END}"
+    return {"role": "user", "content": text}
+
+
+def sanitize(msgs: list[Message]) -> list[Message]:
+    """Drop results whose call is gone and strip calls whose results are gone."""
+    lonely_results, lonely_calls = toolpairs.orphans(msgs)
+    out: list[Message] = []
+    for index, msg in enumerate(msgs):
+        if index in lonely_results:
+            continue
+        calls = m.tool_calls(msg)
+        if any(m.call_id(c) in lonely_calls for c in calls):
+            keep = [c for c in calls if m.call_id(c) not in lonely_calls]
+            msg = {k: v for k, v in msg.items() if k != "tool_calls"}
+            if keep:
+                msg["tool_calls"] = keep
+            elif not m.has_visible_text(msg):
+                msg["content"] = "(the pending calls were removed)"
+        out.append(msg)
+    return out
+
+
+def compacted(
+    transcript: Transcript, *, head: int = 2, tail: int = 8, session: int = 0
+) -> tuple[Transcript, list[Message]]:
+    """Drop the middle, insert a summary, prune the first tail tool result."""
+    sessions = list(transcript.sessions)
+    msgs = sessions[session].messages
+    kept = list(msgs[-tail:])
+    while kept and m.role(kept[0]) == "tool":
+        kept.pop(0)
+    for index, msg in enumerate(kept):
+        if m.role(msg) == "tool":
+            kept[index] = {**msg, "content": "[output pruned]"}
+            break
+    new = sanitize([*msgs[:head], summary_message(), *kept])
+    sessions[session] = sessions[session].with_messages(new)
+    return transcript.with_sessions(sessions), new
+
+
+def updated(transcript: Transcript, body: str) -> tuple[Transcript, list[Message]]:
+    """Replace the summary of session 0 with a new one (a second compaction)."""
+    session = transcript.sessions[0]
+    new: list[Message] = []
+    for msg in session.messages:
+        new.append(summary_message(body) if markers.is_summary(msg) else msg)
+    sessions = [session.with_messages(new), *transcript.sessions[1:]]
+    return transcript.with_sessions(sessions), new
+
+
+def mutated(msgs: list[Message], seed: int) -> list[Message]:
+    """A random mix of the edits stages make: drop a middle run, prune results,
+    rewrite arguments and user text; then sanitize the tool pairs."""
+    rnd = random.Random(seed)
+    n = len(msgs)
+    start = rnd.randrange(1, max(2, n // 2))
+    stop = start + rnd.randrange(0, max(1, n // 3))
+    out: list[Message] = []
+    for index, msg in enumerate(msgs):
+        if start <= index < stop and rnd.random() < 0.8:
+            continue
+        if m.role(msg) == "tool" and rnd.random() < 0.3:
+            msg = {**msg, "content": f"[pruned {index}]"}
+        elif m.tool_calls(msg) and rnd.random() < 0.2:
+            calls = [
+                {**c, "function": {**c["function"], "arguments": '{"shrunk":true}'}}
+                for c in m.tool_calls(msg)
+            ]
+            msg = {**msg, "tool_calls": calls}
+        elif m.role(msg) == "user" and rnd.random() < 0.2:
+            msg = {**msg, "content": "shortened"}
+        out.append(msg)
+    return sanitize(out)
+
+
+def normal(msgs: list[Message], *, ids: bool = True) -> list[dict[str, Any]]:
+    """What a model sees, with consecutive assistant messages merged (formats
+    that store one item per block cannot tell them apart)."""
+    out: list[dict[str, Any]] = []
+    for msg in msgs:
+        entry: dict[str, Any] = {
+            "role": m.role(msg),
+            "texts": [t for t in m.text_parts(msg) if t],
+            "calls": [
+                (m.call_id(c) if ids else "", m.call_name(c), m.call_arguments(c))
+                for c in m.tool_calls(msg)
+            ],
+            "result": m.result_call_id(msg) if ids else "",
+            "reasoning": [t for t in m.reasoning_texts(msg) if t],
+            "images": m.image_count(msg),
+        }
+        if out and entry["role"] == "assistant" == out[-1]["role"]:
+            for key in ("texts", "calls", "reasoning"):
+                out[-1][key] += entry[key]
+            continue
+        out.append(entry)
+    return out
+
+
+def summaries(msgs: list[Message]) -> list[Message]:
+    return [msg for msg in msgs if markers.is_summary(msg)]

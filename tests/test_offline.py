@@ -1,0 +1,348 @@
+"""The offline summarizer on real transcripts: every heading, within budget,
+deterministic, every path and command kept (in the summary or the preserved
+facts), and updates that continue an earlier summary."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import formats
+from ctxpack.budget import Budget
+from ctxpack.facts import extract_facts, missing_facts, preserved_facts_section
+from ctxpack.offline import OfflineSummarizer, day_of
+from ctxpack.summarizer import HEADINGS, SummaryRequest, SummaryResult
+from ctxpack.template import item_key, item_number, parse, render
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Message
+from tests.conftest import TAU_BENCH
+from tests.test_facts import CODEX, HAIKU, OPUS, claude_messages, codex_messages
+
+VERBS = "Ran|Read|Edited|Created|Searched|Fetched|Delegated|Called"
+CODEX_MESSAGES = codex_messages(CODEX)
+ACTION_RE = re.compile(rf"^\d+\. (?:{VERBS}) .+ — .+ \[tool: [^\]]+\]$")
+
+
+def summarize(
+    middle: list[Message],
+    counter: TokenCounter,
+    budget: int = 2000,
+    **extra: str | None,
+) -> SummaryResult:
+    request = SummaryRequest(middle=middle, budget_tokens=budget, **extra)
+    return OfflineSummarizer().summarize(request, counter=counter)
+
+
+def section(text: str, heading: str) -> list[str]:
+    return parse(text)[heading]
+
+
+def assert_well_formed(text: str, counter: TokenCounter, budget: int) -> None:
+    assert re.findall(r"^## (.+)$", text, flags=re.MULTILINE) == list(HEADINGS)
+    assert counter.text(text) <= budget
+    for line in section(text, "Completed Actions"):
+        assert ACTION_RE.match(line), line
+    for heading, items in parse(text).items():
+        # Numbered actions may repeat an action; their numbers tell them apart.
+        keys = [item if item_number(item) else item_key(item) for item in items]
+        assert len(keys) == len(set(keys)), heading
+
+
+def assert_keeps_paths_and_commands(
+    middle: list[Message], text: str, counter: TokenCounter, cap: int
+) -> None:
+    preserved = preserved_facts_section(middle, text, counter=counter, cap_tokens=cap)
+    lost = missing_facts(extract_facts(middle), f"{text}\n\n{preserved}")
+    assert lost.paths == []
+    assert lost.commands == []
+
+
+@pytest.fixture(scope="module")
+def tau_sessions() -> list[list[Message]]:
+    transcript = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH))
+    return [session.messages for session in transcript.sessions[:12]]
+
+
+# ---- first summaries -------------------------------------------------------
+
+
+def test_tau_bench_sessions(tau_sessions: list[list[Message]], counter: TokenCounter) -> None:
+    for messages in tau_sessions:
+        middle = messages[1:-4]
+        result = summarize(middle, counter, last_timestamp="2026-04-21T13:47:21.766Z")
+        assert result.source == "offline" and result.model is None
+        assert_well_formed(result.text, counter, 2000)
+        assert_keeps_paths_and_commands(
+            middle, result.text, counter, 2000 - counter.text(result.text)
+        )
+        assert section(result.text, "Historical Task Snapshot")[0].startswith("- As of 2026-04-21,")
+
+
+def test_tau_bench_content(tau_sessions: list[list[Message]], counter: TokenCounter) -> None:
+    text = summarize(tau_sessions[0][1:-4], counter).text
+    actions = section(text, "Completed Actions")
+    assert actions[0].startswith("1. Called get_user_details(user_id=mia_li_3668) — ok")
+    assert "[tool: book_reservation]" in actions[4]
+    assert "Error: payment amount does not add up, total price is 305, but paid 255" in actions[4]
+    assert section(text, "Constraints & Preferences") == [
+        '- The user said: "No, I do not want travel insurance."',
+        "- The user said: \"Neither of those options works for me as I don't want to fly before "
+        '11 AM EST."',
+    ]
+    assert section(text, "Goal")[0] == (
+        "- The user first asked: \"Hi! I'm looking to book a flight from New York to Seattle "
+        'on May 20th."'
+    )
+    blocked = section(text, "Blocked")
+    assert len(blocked) == 1 and "book_reservation" in blocked[0]
+    resolved = section(text, "Resolved Questions")
+    assert resolved[0].startswith('- Q: "Do you have any later flights?" — A: "Here are some')
+    assert section(text, "Historical Pending User Asks") == [
+        '- "Yes, I confirm. Please go ahead with this payment." (no reply recorded in these turns)'
+    ]
+    assert section(text, "Relevant Files") == []
+    assert "$305" in " ".join(section(text, "Critical Context"))
+
+
+def test_deterministic_bytes(tau_sessions: list[list[Message]]) -> None:
+    middle = codex_messages(CODEX)[2:-4]
+    first = summarize(middle, TokenCounter(), focus="cargo").text
+    again = summarize(copy.deepcopy(middle), TokenCounter(), focus="cargo").text
+    assert first.encode() == again.encode()
+    tau = tau_sessions[3][1:-4]
+    assert summarize(tau, TokenCounter()).text == summarize(copy.deepcopy(tau), TokenCounter()).text
+
+
+def test_codex_session(counter: TokenCounter) -> None:
+    middle = codex_messages(CODEX)[2:-4]
+    result = summarize(middle, counter, last_timestamp="2026-04-20T10:21:59.000Z")
+    text = result.text
+    assert_well_formed(text, counter, 2000)
+    assert_keeps_paths_and_commands(middle, text, counter, 2000)
+    blocked = " ".join(section(text, "Blocked"))
+    assert "exit 101, error: failed to load manifest for workspace member" in blocked
+    actions = "\n".join(section(text, "Completed Actions"))
+    assert (
+        "26. Ran `cargo test -p cfo_oracle` — exit 101, error: failed to load manifest for "
+        "workspace member `/Users/anmolbhardwaj/Documents/New project/apps/process_tui` "
+        "[tool: exec_command]"
+    ) in actions
+    roomy = summarize(middle, counter, budget=4000).text
+    assert (
+        "13. Ran `git -C /Users/anmolbhardwaj/Documents/'New project' log --oneline -20` — exit "
+        "128, fatal: your current branch 'main' does not have any commits yet [tool: exec_command]"
+    ) in section(roomy, "Completed Actions")
+    # Started in one call, finished in a later poll of its exec session.
+    assert "Ran `find /Users/anmolbhardwaj -maxdepth 5 -name .git -type d` — exit 0" in actions
+    in_progress = " ".join(section(text, "Historical In-Progress State"))
+    assert "still running" in in_progress and "rsync -a" in in_progress
+    files = section(text, "Relevant Files")
+    assert "- /Users/anmolbhardwaj/Documents/New project/README.md — read" in files
+    assert section(text, "Goal")[0] == (
+        '- The user first asked: "help me apply for the agentic engineering grant by Superteam"'
+    )
+    assert section(text, "Active State")[0] == "- Working directory: /Users/anmolbhardwaj"
+
+
+def test_claude_code_session(counter: TokenCounter) -> None:
+    middle = claude_messages(HAIKU)[1:-4]
+    budget = Budget().summary_budget(counter.messages(middle))
+    text = summarize(middle, counter, budget=budget).text
+    assert_well_formed(text, counter, budget)
+    assert_keeps_paths_and_commands(middle, text, counter, budget - counter.text(text))
+    actions = section(text, "Completed Actions")
+    assert (
+        "3. Created /app/testgen_tests.py — failed, EACCES: permission denied, mkdir '/app' "
+        "[tool: Write]"
+    ) in actions
+    assert (
+        "7. Edited /tmp/regex-log-test/app/testgen_tests.py (4 times) — ok [tool: Edit]" in actions
+    )
+    assert any(
+        a.startswith(
+            "13. Ran `python -m pytest testgen_tests.py -v --tb=no` — exit 1, 2 failed, 80 passed"
+        )
+        for a in actions
+    )
+    assert "2. Ran `python3 << 'EXPAND_EOF'` (a 50-line script) — ok [tool: Bash]" in actions
+    state = section(text, "Active State")
+    assert state[0] == (
+        "- Last test run: `python -m pytest testgen_tests.py -v --tb=no | tail -5` — 83 passed (ok)"
+    )
+    files = section(text, "Relevant Files")
+    assert "- /tmp/regex-log-test/app/regex.txt — created, edited, read" in files
+    assert "- /app/testgen_tests.py — create failed" in files
+    # The failed Write to /app was redone under /tmp: nothing is blocked.
+    assert section(text, "Blocked") == []
+
+
+def test_small_opus_session_and_empty_middle(counter: TokenCounter) -> None:
+    middle = claude_messages(OPUS)[1:-1]
+    text = summarize(middle, counter).text
+    assert_well_formed(text, counter, 2000)
+    assert_keeps_paths_and_commands(middle, text, counter, 2000)
+    assert "1. Read /tmp/raw_instruction.txt — ok [tool: Read]" in section(
+        text, "Completed Actions"
+    )
+    empty = summarize([], counter, last_timestamp="2026-04-21T00:00:00Z").text
+    assert_well_formed(empty, counter, 2000)
+    assert section(empty, "Historical Task Snapshot") == [
+        "- As of 2026-04-21, these turns held no user request or tool action."
+    ]
+
+
+def test_tight_budgets_truncate_with_more_lines(counter: TokenCounter) -> None:
+    middle = codex_messages(CODEX)[2:-4]
+    for budget in (400, 700, 1200):
+        result = summarize(middle, counter, budget=budget)
+        assert_well_formed(result.text, counter, budget)
+        assert "(+" in result.text and result.warnings == []
+    tiny = summarize(middle, counter, budget=40)
+    assert tiny.text == render({}) and tiny.warnings
+
+
+def test_focus_spends_the_budget_on_the_topic(counter: TokenCounter) -> None:
+    middle = codex_messages(CODEX)[2:-4]
+    plain = summarize(middle, counter, budget=700).text
+    focused = summarize(middle, counter, budget=700, focus="cargo").text
+    assert_well_formed(focused, counter, 700)
+
+    def cargo_lines(text: str) -> int:
+        return sum(1 for line in text.splitlines() if "cargo" in line.lower())
+
+    assert cargo_lines(focused) > cargo_lines(plain)
+    assert "- This record concentrates on: cargo." in section(focused, "Historical Task Snapshot")
+
+
+def test_secrets_are_masked(counter: TokenCounter) -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    middle = codex_messages(CODEX)[2:30]
+    middle = [*middle, {"role": "user", "content": f"Use token {secret} and never push to main."}]
+    text = summarize(middle, counter).text
+    assert secret not in text
+    assert "[masked]" in text
+
+
+def test_day_of() -> None:
+    assert day_of("2026-04-21T13:47:21.766Z") == "2026-04-21"
+    assert day_of(None) is None and day_of("yesterday") is None
+
+
+# ---- updates ---------------------------------------------------------------
+
+
+def numbers(text: str) -> list[int]:
+    return [n for n in map(item_number, section(text, "Completed Actions")) if n is not None]
+
+
+def test_update_continues_numbering_without_duplicates(counter: TokenCounter) -> None:
+    messages = codex_messages(CODEX)
+    ask = next(i for i, m in enumerate(messages) if m.get("content") == "do that for kosh ai")
+    part_a, part_b = messages[2 : ask + 1], messages[ask + 1 : -4]
+    first = summarize(part_a, counter).text
+    assert '- "do that for kosh ai" (no reply recorded in these turns)' in section(
+        first, "Historical Pending User Asks"
+    )
+    updated = summarize(part_b, counter, previous_summary=first).text
+    assert_well_formed(updated, counter, 2000)
+    assert_keeps_paths_and_commands(part_b, updated, counter, 2000)
+    before, after = numbers(first), numbers(updated)
+    assert len(after) == len(set(after)) and after == sorted(after)
+    assert min(n for n in after if n > max(before)) == max(before) + 1
+    new_lines = [
+        line
+        for line in section(updated, "Completed Actions")
+        if (item_number(line) or 0) > max(before)
+    ]
+    assert any("-iname '*kosh*'" in line for line in new_lines)
+    # The assistant answered after the pending ask: it is no longer pending, and
+    # the snapshot still names it since the new turns hold no newer request.
+    assert section(updated, "Historical Pending User Asks") == []
+    snapshot = section(updated, "Historical Task Snapshot")
+    assert "do that for kosh ai" in snapshot[0]
+    assert [line for line in snapshot if "tool actions were recorded" in line] == [
+        "- 3 tool actions were recorded (0 failed); the last: Ran `test -f "
+        "/Users/anmolbhardwaj/.superstack/.telemetry-prompted && echo yes || echo no` — exit 0 "
+        "[tool: exec_command]"
+    ]
+    # Still running when A ended and never finished in B: it stays in progress.
+    assert "rsync -a" in " ".join(section(updated, "Historical In-Progress State"))
+    again = summarize(part_b, counter, previous_summary=first).text
+    assert again == updated
+
+
+def test_update_moves_finished_work_out_of_in_progress(counter: TokenCounter) -> None:
+    messages = claude_messages(HAIKU)
+    run = "python -m pytest testgen_tests.py -v --tb=no"
+    cut = next(i for i, m in enumerate(messages) if run in json.dumps(m.get("tool_calls")))
+    # A ends on that call; its result was never recorded.
+    part_a, part_b = messages[1 : cut + 1], messages[cut + 2 : -4]
+    first = summarize(part_a, counter).text
+    pending = f"- Ran `{run}` — no result recorded [tool: Bash]"
+    assert pending in section(first, "Historical In-Progress State")
+    updated = summarize(part_b, counter, previous_summary=first).text
+    assert_well_formed(updated, counter, 2000)
+    assert pending not in section(updated, "Historical In-Progress State")
+    assert any(
+        f"Ran `{run} | tail -5` — 83 passed" in line
+        for line in section(updated, "Completed Actions")
+    )
+
+
+def test_update_drops_failures_a_later_run_fixed(counter: TokenCounter) -> None:
+    messages = claude_messages(HAIKU)
+    cut = next(
+        i
+        for i, m in enumerate(messages)
+        if m.get("role") == "tool"
+        and "test_integration_multiple_valid_dates_with_ipv4" in str(m["content"])
+        and m.get("is_error")
+    )
+    part_a, part_b = messages[1 : cut + 1], messages[cut + 1 : -4]
+    first = summarize(part_a, counter).text
+    assert "pytest" in " ".join(section(first, "Blocked"))
+    updated = summarize(part_b, counter, previous_summary=first).text
+    assert_well_formed(updated, counter, 2000)
+    assert section(updated, "Blocked") == []
+    notes = [i for i in section(updated, "Historical In-Progress State") if "last message" in i]
+    assert notes == [
+        '- The assistant\'s last message in these turns said: "Perfect! All 83 tests are passing."'
+    ]
+    assert max(numbers(updated)) == max(numbers(first)) + len(
+        [a for a in section(summarize(part_b, counter).text, "Completed Actions")]
+    )
+    files = section(updated, "Relevant Files")
+    assert "- /tmp/regex-log-test/app/regex.txt — created, edited, read" in files
+
+
+def test_update_from_a_foreign_summary_keeps_its_text(counter: TokenCounter) -> None:
+    foreign = (
+        "This session is being continued from a previous conversation that ran out of context.\n"
+        "The user wants a regex for dates on lines with IPv4 addresses; see /app/regex.txt."
+    )
+    middle = claude_messages(OPUS)[1:-1]
+    text = summarize(middle, counter, previous_summary=foreign).text
+    assert_well_formed(text, counter, 2000)
+    assert "/app/regex.txt" in " ".join(section(text, "Critical Context"))
+    assert numbers(text)[0] == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    start=st.integers(min_value=0, max_value=80),
+    length=st.integers(min_value=0, max_value=60),
+    budget=st.integers(min_value=150, max_value=3000),
+    focus=st.sampled_from([None, "cargo", "README", "grant"]),
+)
+def test_any_slice_and_budget_fits(start: int, length: int, budget: int, focus: str | None) -> None:
+    counter = TokenCounter()
+    middle = CODEX_MESSAGES[start : start + length]
+    result = summarize(middle, counter, budget=budget, focus=focus)
+    assert re.findall(r"^## (.+)$", result.text, flags=re.MULTILINE) == list(HEADINGS)
+    assert counter.text(result.text) <= budget or result.warnings
+    assert summarize(middle, counter, budget=budget, focus=focus).text == result.text
