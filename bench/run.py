@@ -124,9 +124,15 @@ def main() -> None:
     results: dict[str, Any] = {"sizes": {}}
     startup, _ = measure(CTXPACK + ["--version"], 5)
     typer_import, _ = measure([sys.executable, "-c", "import typer"], 5)
-    results["startup"] = {"ctxpack": startup, "import_typer": typer_import, "ratio": startup / typer_import}
-    print(f"startup: ctxpack --version {startup:.3f}s vs import typer {typer_import:.3f}s "
-          f"-> {startup / typer_import:.2f}x (target <= 1.5x)")
+    results["startup"] = {
+        "ctxpack": startup,
+        "import_typer": typer_import,
+        "ratio": startup / typer_import,
+    }
+    print(
+        f"startup: ctxpack --version {startup:.3f}s vs import typer {typer_import:.3f}s "
+        f"-> {startup / typer_import:.2f}x (target <= 1.5x)"
+    )
     for size in [int(s) for s in args.sizes.split(",")]:
         path = OUT / f"session-{size}mb.jsonl"
         if not path.exists() or path.stat().st_size < size * 1_000_000:
@@ -134,24 +140,61 @@ def main() -> None:
         runs = args.runs if size <= 10 else 1
         limit, _ = measure([sys.executable, "-c", BASELINE, str(path), "count"], runs)
         parse, _ = measure([sys.executable, "-c", BASELINE, str(path), "parse"], runs)
-        rows: dict[str, Any] = {"bytes": path.stat().st_size, "raw_limit_s": limit, "parse_s": parse}
+        rows: dict[str, Any] = {
+            "bytes": path.stat().st_size,
+            "raw_limit_s": limit,
+            "parse_s": parse,
+        }
         cases = [
             ("count", ["count", str(path)], limit, 1.3),
             ("prune --dry-run", ["prune", "--dry-run", str(path)], limit, 1.3),
             ("align", ["align", str(path)], limit, 1.3),
-            ("compress --offline --force", ["compress", "--offline", "--force", str(path), "-o", str(OUT / "out.jsonl")], limit, 1.5),
+            (
+                "compress --offline --force",
+                ["compress", "--offline", "--force", str(path), "-o", str(OUT / "out.jsonl")],
+                limit,
+                1.5,
+            ),
             ("count --estimate", ["count", "--estimate", str(path)], parse, 2.0),
-            ("prune --dry-run --estimate", ["prune", "--dry-run", "--estimate", str(path)], parse, 2.0),
-            ("compress --offline --force --estimate", ["compress", "--offline", "--force", "--estimate", str(path), "-o", str(OUT / "out.jsonl")], parse, 2.0),
+            (
+                "prune --dry-run --estimate",
+                ["prune", "--dry-run", "--estimate", str(path)],
+                parse,
+                2.0,
+            ),
+            (
+                "compress --offline --force --estimate",
+                [
+                    "compress",
+                    "--offline",
+                    "--force",
+                    "--estimate",
+                    str(path),
+                    "-o",
+                    str(OUT / "out.jsonl"),
+                ],
+                parse,
+                2.0,
+            ),
         ]
-        print(f"\n{size} MB session ({rows['bytes']:,} bytes): raw limit {limit:.2f}s, orjson parse {parse:.2f}s")
+        print(
+            f"\n{size} MB session ({rows['bytes']:,} bytes): raw limit {limit:.2f}s, orjson parse {parse:.2f}s"
+        )
         for name, argv, base, target in cases:
             seconds, rss = measure(CTXPACK + argv, runs)
             ratio = seconds / base
             rss_ratio = rss / rows["bytes"]
             ok = "ok" if ratio <= target and rss_ratio <= 4 else "OVER"
-            rows[name] = {"seconds": seconds, "ratio": ratio, "target": target, "peak_rss": rss, "rss_ratio": rss_ratio}
-            print(f"  {name:40s} {seconds:7.2f}s  {ratio:5.2f}x (<= {target}x)  RSS {rss / 1e6:7.1f} MB = {rss_ratio:4.2f}x file  {ok}")
+            rows[name] = {
+                "seconds": seconds,
+                "ratio": ratio,
+                "target": target,
+                "peak_rss": rss,
+                "rss_ratio": rss_ratio,
+            }
+            print(
+                f"  {name:40s} {seconds:7.2f}s  {ratio:5.2f}x (<= {target}x)  RSS {rss / 1e6:7.1f} MB = {rss_ratio:4.2f}x file  {ok}"
+            )
         results["sizes"][f"{size}mb"] = rows
     (OUT / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
     print(f"\nwrote {OUT / 'results.json'}")

@@ -11,7 +11,8 @@ from pathlib import Path
 from ctxpack import files, formats
 from ctxpack.errors import CtxpackError, InputError
 from ctxpack.formats import ReadOptions
-from ctxpack.pipeline import CompressReport, CompressSettings, compress_transcript
+from ctxpack.pipeline import CompressSettings, compress_transcript
+from ctxpack.report import CompressReport
 from ctxpack.tokens import TokenCounter
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
@@ -46,7 +47,13 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
         name = "<stdin>" if job.source == files.STDIO else job.source
         transcript = formats.read(raw, path=name, fmt=job.input_format, options=job.read_options)
         result, report = compress_transcript(transcript, counter=counter, settings=job.settings)
-        data = formats.write(result, fmt=job.output_format)
+        output_format = job.output_format
+        if output_format is None and not formats.get(transcript.format).writable:
+            output_format = "openai"
+            report.sessions[0].warnings.append(
+                f"{transcript.format} is read-only; the output is written as openai"
+            )
+        data = formats.write(result, fmt=output_format)
         if job.output is not None:
             files.write_atomic(job.output, data, inputs=(job.source,))
             report.output = job.output

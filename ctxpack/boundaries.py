@@ -252,6 +252,20 @@ class _Planner:
             )
             cut = head_end + MIN_MIDDLE
         aligned = self._back(cut)
+        if aligned != cut and aligned < head_end + MIN_MIDDLE:
+            # Moving back would leave too little to compress: take the whole tool
+            # group into the middle instead and start the tail after it.
+            ahead = self._forward(cut)
+            if ahead < self.n - MIN_TAIL + 1:
+                self._adjust(
+                    "aligned-forward",
+                    f"the tail would start inside the tool group at #{cut}; moving back "
+                    f"would leave under {MIN_MIDDLE} messages to compress, so it starts "
+                    f"after the group",
+                    cut,
+                    ahead,
+                )
+                aligned = cut = ahead
         if aligned != cut:
             self._adjust(
                 "aligned-back",

@@ -10,8 +10,8 @@ SUMMARY_PREFIX = (
     "[ctxpack: compacted history — reference only]\n"
     "Earlier turns of this conversation were compacted into the record below. "
     "It is background, not instructions: do not answer questions or redo work "
-    "listed in it. Only the latest user message after this record is the active "
-    "request."
+    "listed in it. The active request is the user's latest message outside this "
+    "record."
 )
 SUMMARY_END = "[end of ctxpack compacted history]"
 SYSTEM_NOTE = (

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ctxpack import markers
 from ctxpack import messages as m
+from ctxpack.alignplan import AlignPlan
 from ctxpack.assemble import assemble, without_merged_summary
 from ctxpack.boundaries import plan_boundaries
 from ctxpack.budget import Budget
-from ctxpack.count import Tally, tally
+from ctxpack.count import tally
+from ctxpack.errors import UsageError
 from ctxpack.facts import preserved_facts_section
 from ctxpack.llm_settings import LLMSettings
 from ctxpack.offline import OfflineSummarizer
 from ctxpack.prune import PruneResult, PruneSettings, prune_messages
+from ctxpack.report import CompressReport, SessionReport
 from ctxpack.summarize import run_summary
 from ctxpack.summarizer import SummaryRequest
 from ctxpack.tokens import TokenCounter
@@ -40,50 +42,6 @@ class CompressSettings:
     abort_on_failure: bool = False
 
 
-@dataclass
-class SessionReport:
-    label: str
-    status: str  # under-threshold | pruned | compacted | nothing-to-compress
-    before: Tally
-    after: Tally
-    pruned: int = 0
-    deduplicated: int = 0
-    args_shrunk: int = 0
-    prune_saved: int = 0
-    summary_saved: int = 0
-    summary_tokens: int = 0
-    summary_source: str | None = None
-    summary_model: str | None = None
-    updated_previous_summary: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "session": self.label,
-            "status": self.status,
-            "tokens_before": self.before.tokens,
-            "tokens_after": self.after.tokens,
-            "messages_before": self.before.messages,
-            "messages_after": self.after.messages,
-            "ratio": ratio(self.after.tokens, self.before.tokens),
-            "pruned": self.pruned,
-            "deduplicated": self.deduplicated,
-            "args_shrunk": self.args_shrunk,
-            "savings": {"prune": self.prune_saved, "summarize": self.summary_saved},
-            "summary_tokens": self.summary_tokens,
-            "summary_source": self.summary_source,
-            "summary_model": self.summary_model,
-            "updated_previous_summary": self.updated_previous_summary,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "warnings": list(self.warnings),
-        }
-
-
-def ratio(after: int, before: int) -> float:
-    return round(after / before, 4) if before else 1.0
-
-
 def compress_messages(
     messages: list[Message],
     *,
@@ -96,6 +54,9 @@ def compress_messages(
     report = SessionReport(label=label, status="under-threshold", before=before, after=before)
     threshold = settings.budget.threshold_tokens
     if not settings.force and before.tokens < threshold:
+        report.notes.append(
+            f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
+        )
         return messages, report
 
     current = messages
@@ -136,31 +97,30 @@ def summarize_messages(
     settings: CompressSettings,
     report: SessionReport,
     last_timestamp: str | None = None,
+    plan: AlignPlan | None = None,
+    require_previous: bool = False,
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
-    plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
+    if plan is None:
+        plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
+    else:
+        plan.check(messages)
+    if require_previous and plan.previous_summary_index is None and not settings.previous_summary:
+        raise UsageError(
+            f"{report.label or 'transcript'}: no previous summary to update; "
+            "run `ctxpack summarize`, or pass --previous-summary FILE"
+        )
     if not plan.compressible:
         if report.status != "pruned":
             report.status = "nothing-to-compress"
+        report.notes.append(plan.note or "nothing to compress")
         return messages
-    head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
-    previous = settings.previous_summary
-    old = plan.previous_summary(messages)
-    if old is not None:
-        previous = markers.summary_body(old)
-        # A summary merged into a turn gives that turn's own text back to the middle.
-        own = without_merged_summary(old)
-        kept = [own if msg is old else msg for msg in middle]
-        middle = [msg for msg in kept if msg is not None]
-    report.updated_previous_summary = previous is not None
-    budget_tokens = settings.budget.summary_budget(counter.messages(middle))
-    request = SummaryRequest(
-        middle=middle,
-        budget_tokens=int(budget_tokens * SUMMARY_SHARE),
-        previous_summary=previous,
-        focus=settings.focus,
-        last_timestamp=last_timestamp,
+    prepared = prepare_request(
+        messages, plan=plan, counter=counter, settings=settings, last_timestamp=last_timestamp
     )
+    head, middle, tail, request = prepared.head, prepared.middle, prepared.tail, prepared.request
+    budget_tokens = prepared.budget_tokens
+    report.updated_previous_summary = request.previous_summary is not None
     result = run_summary(
         request,
         counter=counter,
@@ -193,6 +153,46 @@ def summarize_messages(
     return out
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A session cut into head, middle and tail, and the request for its middle."""
+
+    plan: AlignPlan
+    head: list[Message]
+    middle: list[Message]
+    tail: list[Message]
+    request: SummaryRequest
+    budget_tokens: int
+
+
+def prepare_request(
+    messages: list[Message],
+    *,
+    plan: AlignPlan,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    last_timestamp: str | None = None,
+) -> Prepared:
+    head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
+    previous = settings.previous_summary
+    old = plan.previous_summary(messages)
+    if old is not None:
+        previous = markers.summary_body(old)
+        # A summary merged into a turn gives that turn's own text back to the middle.
+        own = without_merged_summary(old)
+        kept = [own if msg is old else msg for msg in middle]
+        middle = [msg for msg in kept if msg is not None]
+    budget_tokens = settings.budget.summary_budget(counter.messages(middle))
+    request = SummaryRequest(
+        middle=middle,
+        budget_tokens=int(budget_tokens * SUMMARY_SHARE),
+        previous_summary=previous,
+        focus=settings.focus,
+        last_timestamp=last_timestamp,
+    )
+    return Prepared(plan, head, middle, tail, request, budget_tokens)
+
+
 def _active_request(
     messages: list[Message], latest_user: int | None, head_end: int, tail_start: int
 ) -> str:
@@ -221,42 +221,6 @@ def _record_prune(report: SessionReport, result: PruneResult) -> None:
         report.warnings.append("pruning skipped: it would free less than --min-savings")
 
 
-@dataclass
-class CompressReport:
-    path: str
-    format: str
-    sessions: list[SessionReport]
-    output: str | None = None
-    skipped_lines: int = 0
-
-    @property
-    def before(self) -> Tally:
-        total = Tally()
-        for s in self.sessions:
-            total.merge(s.before)
-        return total
-
-    @property
-    def after(self) -> Tally:
-        total = Tally()
-        for s in self.sessions:
-            total.merge(s.after)
-        return total
-
-    def to_dict(self) -> dict[str, Any]:
-        before, after = self.before, self.after
-        return {
-            "path": self.path,
-            "format": self.format,
-            "output": self.output,
-            "skipped_lines": self.skipped_lines,
-            "tokens_before": before.tokens,
-            "tokens_after": after.tokens,
-            "ratio": ratio(after.tokens, before.tokens),
-            "sessions": [s.to_dict() for s in self.sessions],
-        }
-
-
 def compress_transcript(
     transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
 ) -> tuple[Transcript, CompressReport]:
@@ -274,6 +238,49 @@ def compress_transcript(
         sessions.append(
             session if messages is session.messages else session.with_messages(messages)
         )
+        reports.append(report)
+    summary = CompressReport(
+        path=transcript.path,
+        format=transcript.format,
+        sessions=reports,
+        skipped_lines=transcript.skipped_lines,
+    )
+    return transcript.with_sessions(sessions), summary
+
+
+def summarize_transcript(
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    plans: list[AlignPlan] | None = None,
+    require_previous: bool = False,
+) -> tuple[Transcript, CompressReport]:
+    """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
+    sessions = []
+    reports: list[SessionReport] = []
+    last_timestamp = transcript.layout.get("last_timestamp")
+    for number, session in enumerate(transcript.sessions):
+        before = tally(session.messages, counter=counter)
+        report = SessionReport(
+            label=session.label or f"#{number}",
+            status="nothing-to-compress",
+            before=before,
+            after=before,
+        )
+        out = summarize_messages(
+            session.messages,
+            counter=counter,
+            settings=settings,
+            report=report,
+            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            plan=plans[number] if plans is not None else None,
+            require_previous=require_previous,
+        )
+        if out is not session.messages:
+            report.summary_saved = before.tokens - counter.messages(out)
+            report.after = tally(out, counter=counter)
+        sessions.append(session if out is session.messages else session.with_messages(out))
         reports.append(report)
     summary = CompressReport(
         path=transcript.path,

@@ -163,7 +163,7 @@ CASES = {
         [*chat(1), user(), *_agent_loop(1, 2)],
         3,
         6,
-        ["all-fits", "min-middle", "aligned-back", "turn-to-middle"],
+        ["all-fits", "min-middle", "aligned-forward", "turn-to-middle"],
         {"protect_first": 2},
     ),
     "latest-user-right-after-summary": Case(
@@ -253,7 +253,7 @@ def test_turn_to_middle_is_recorded_with_the_turn() -> None:
     messages = CASES["latest-user-at-head-edge"].messages
     plan = plan_boundaries(messages, counter=EST, budget=Budget(protect_first=2))
     move = plan.adjustments[-1]
-    assert (move.kind, move.from_index, move.to_index) == ("turn-to-middle", 4, 6)
+    assert (move.kind, move.from_index, move.to_index) == ("turn-to-middle", 6, 6)
     assert "#3" in move.reason and "#3-#5" in move.reason
     assert plan.latest_user_index == 3
     assert plan.middle(messages) == messages[3:6]

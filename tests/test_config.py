@@ -39,7 +39,9 @@ def test_file_then_env_then_flag(tmp_path: Path) -> None:
 
 
 def test_pyproject_tool_table(tmp_path: Path) -> None:
-    _write(tmp_path / "pyproject.toml", "[project]\nname='x'\n[tool.ctxpack]\ncontext_length = 32000\n")
+    _write(
+        tmp_path / "pyproject.toml", "[project]\nname='x'\n[tool.ctxpack]\ncontext_length = 32000\n"
+    )
     resolved = config.resolve({}, env={}, cwd=tmp_path)
     assert resolved["context_length"] == 32_000
     assert "[tool.ctxpack]" in (resolved.config_file or "")
@@ -52,8 +54,13 @@ def test_explicit_config_file_wins_over_cwd(tmp_path: Path) -> None:
 
 
 def test_model_implies_context_length_unless_given(tmp_path: Path) -> None:
-    assert config.resolve({"model": "gpt-4o-mini"}, env={}, cwd=tmp_path)["context_length"] == 128_000
-    assert config.resolve({"model": "ollama/qwen2.5:7b"}, env={}, cwd=tmp_path)["context_length"] == 32_768
+    assert (
+        config.resolve({"model": "gpt-4o-mini"}, env={}, cwd=tmp_path)["context_length"] == 128_000
+    )
+    assert (
+        config.resolve({"model": "ollama/qwen2.5:7b"}, env={}, cwd=tmp_path)["context_length"]
+        == 32_768
+    )
     explicit = config.resolve({"model": "gpt-4o", "context_length": 50_000}, env={}, cwd=tmp_path)
     assert explicit["context_length"] == 50_000
     unknown = config.resolve({"model": "my-local-model"}, env={}, cwd=tmp_path)

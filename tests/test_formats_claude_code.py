@@ -44,8 +44,9 @@ def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Follow parentUuid from the last entry of the file back to the root."""
     by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
     node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
-    chain = []
+    chain: list[dict[str, Any]] = []
     while node is not None:
+        assert node not in chain, "parentUuid cycle"
         chain.append(node)
         node = by_uuid.get(node.get("parentUuid"))  # type: ignore[arg-type]
     return chain[::-1]
@@ -139,7 +140,7 @@ def test_last_timestamp_is_the_last_message_line() -> None:
 def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter) -> None:
     data = path.read_bytes()
     transcript = formats.read(data, path=str(path))
-    small, new = compacted(transcript)
+    small, new = compacted(transcript, head=2, tail=4)
     out = formats.write(small)
     objs = _lines(out)
     chain = _chain(objs)

@@ -15,7 +15,9 @@ from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 BIG = 2**70
 AWKWARD_LINES = [
     b'{"role":"system","content":"You are terse."}',
-    b'{"role":"user","content":"line\\u2028sep \\u00e9 \\ud83d\\ude00","id":' + str(BIG).encode() + b"}",
+    b'{"role":"user","content":"line\\u2028sep \\u00e9 \\ud83d\\ude00","id":'
+    + str(BIG).encode()
+    + b"}",
     b'{"role":"assistant","content":"ok","extra":{"nested":[1,2.50,1e3]},"z":null}',
     b'{ "role" : "user" , "content" : "spaced out" }',
 ]
@@ -126,9 +128,17 @@ BAD_INPUTS = {
     "invalid-json": (b'{"role":"user","content":"a"}\n{"role": oops}\n', 2, "invalid JSON"),
     "nan": (b'{"role":"user","content":"a"}\n{"role":"user","content":NaN}\n', 2, "invalid JSON"),
     "infinity": (b'{"role":"user","content":"a","x":Infinity}\n', 1, "invalid JSON"),
-    "non-utf8": (b'{"role":"user","content":"a"}\n{"role":"user","content":"\xff\xfe"}\n', 2, "UTF-8"),
+    "non-utf8": (
+        b'{"role":"user","content":"a"}\n{"role":"user","content":"\xff\xfe"}\n',
+        2,
+        "UTF-8",
+    ),
     "truncated": (b'{"role":"user","content":"a"}\n{"role":"user","con', 2, "truncated"),
-    "content-number": (b'{"role":"user","content":"a"}\n{"role":"user","content":42}\n', 2, "content must be"),
+    "content-number": (
+        b'{"role":"user","content":"a"}\n{"role":"user","content":42}\n',
+        2,
+        "content must be",
+    ),
     "tool-calls-not-list": (
         b'{"role":"user","content":"a"}\n{"role":"assistant","content":null,"tool_calls":{}}\n',
         2,

@@ -210,7 +210,7 @@ def _finish(outcomes: list[FileOutcome], *, report_file: str | None, batch: bool
         batch_totals(
             [
                 (
-                    r.path,
+                    _short(r.path, outcomes),
                     r.before.tokens,
                     r.after.tokens,
                     ", ".join(sorted({s.status for s in r.sessions})),
@@ -229,6 +229,15 @@ def _finish(outcomes: list[FileOutcome], *, report_file: str | None, batch: bool
         files.write_stdout(outcomes[0].data)
     if failures:
         raise typer.Exit(max(f.exit_code for f in failures))
+
+
+def _short(path: str, outcomes: list[FileOutcome]) -> str:
+    """A batch row names the file relative to the common directory of the batch."""
+    import os.path
+
+    sources = [o.job.source for o in outcomes]
+    root = os.path.commonpath(sources) if len(sources) > 1 else os.path.dirname(path)
+    return os.path.relpath(path, root) if root else path
 
 
 def _batch_document(outcomes: list[FileOutcome]) -> dict[str, Any]:

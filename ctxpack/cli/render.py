@@ -13,6 +13,7 @@ from ctxpack.tokens import KINDS
 console = Console(stderr=True, highlight=False)
 
 MAX_SESSION_ROWS = 20
+MAX_NOTES = 5
 
 
 def error(text: str) -> None:
@@ -109,6 +110,19 @@ def compress_report(report: Any) -> None:
         f"{report.path} — {report.format}, {len(report.sessions)} session(s): {', '.join(statuses)}"
     )
     console.print(_escape(header), style="bold", soft_wrap=True)
+    notes: dict[str, int] = {}
+    for s in report.sessions:
+        for text in s.notes:
+            notes[text] = notes.get(text, 0) + 1
+    shown = sorted(notes.items(), key=lambda item: -item[1])
+    for text, n in shown[:MAX_NOTES]:
+        note(text if len(report.sessions) == 1 else f"{n} session(s): {text}")
+    if len(shown) > MAX_NOTES:
+        note(f"… {len(shown) - MAX_NOTES} more kinds of note (see --report)")
+    if before.tokens == after.tokens and before.messages == after.messages:
+        if report.output:
+            note(f"written to {report.output}")
+        return
     table = Table(show_edge=False)
     table.add_column("")
     table.add_column("before", justify="right")
@@ -189,7 +203,7 @@ def _change(after: int, before: int) -> str:
 
 def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     table = Table(show_edge=False, title="batch", title_justify="left")
-    table.add_column("file")
+    table.add_column("file", overflow="fold")
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
     table.add_column("ratio", justify="right")

@@ -1,1 +1,225 @@
-"""`ctxpack summarize` (not written yet)."""
+"""`ctxpack summarize` and `ctxpack update`: stages 2-4 on a transcript,
+with no threshold check and no pruning (compose with `ctxpack prune`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from ctxpack import files, formats
+from ctxpack.alignplan import plans_from_json
+from ctxpack.boundaries import plan_boundaries
+from ctxpack.cli import settings as opts
+from ctxpack.cli.app import (
+    EstimateOpt,
+    FromOpt,
+    MessagesKeyOpt,
+    SkipInvalidOpt,
+    app,
+    emit,
+    load,
+    print_json,
+    reported,
+)
+from ctxpack.cli.render import compress_report
+from ctxpack.errors import UsageError
+from ctxpack.llm import LLMSummarizer
+from ctxpack.llm_settings import LLMSettings
+from ctxpack.pipeline import CompressSettings, prepare_request, summarize_transcript
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Transcript
+
+SUMMARIZE_EXAMPLES = """Examples:
+
+  ctxpack summarize --offline session.jsonl -o small.jsonl
+
+  ctxpack prune s.jsonl | ctxpack summarize --offline - > small.jsonl
+
+  ctxpack align s.jsonl --json > plan.json && ctxpack summarize s.jsonl --plan plan.json
+
+  ctxpack summarize s.jsonl --model gpt-4o-mini --dump-prompt    # show the request, send nothing
+"""
+
+UPDATE_EXAMPLES = """Examples:
+
+  ctxpack update compacted.jsonl -o compacted2.jsonl      # the session went on: fold new turns in
+
+  ctxpack update s.jsonl --previous-summary summary.md --offline
+"""
+
+
+Output = Annotated[
+    str | None,
+    typer.Option("-o", "--output", help="Write the transcript here (default: stdout when piped)."),
+]
+Offline = Annotated[bool, typer.Option("--offline", help="Use the offline summarizer.")]
+Strict = Annotated[
+    bool, typer.Option("--strict", help="Exit 3 instead of falling back to the offline summary.")
+]
+Abort = Annotated[
+    bool, typer.Option("--abort-on-failure", help="Exit 1 and write nothing if the LLM fails.")
+]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached LLM summaries.")]
+DumpPrompt = Annotated[
+    bool, typer.Option("--dump-prompt", help="Print the exact LLM request as JSON and exit.")
+]
+PreviousSummary = Annotated[
+    str | None, typer.Option("--previous-summary", help="File with an earlier summary to update.")
+]
+ReportFile = Annotated[str | None, typer.Option("--report", help="Write the report as JSON here.")]
+To = Annotated[str | None, typer.Option("--to", help="Output format (default: same as input).")]
+
+
+def _run(args: dict[str, Any], *, require_previous: bool) -> None:
+    resolved = opts.resolve(args, args["config_file"])
+    previous = args["previous_summary"]
+    settings = CompressSettings(
+        budget=opts.budget(resolved),
+        force=True,
+        focus=resolved["focus"],
+        previous_summary=(
+            files.read_input(previous).decode("utf-8", "replace").strip() or None
+            if previous
+            else None
+        ),
+        llm=opts.llm_settings(resolved, offline=args["offline"], use_cache=not args["no_cache"]),
+        strict=args["strict"],
+        abort_on_failure=args["abort_on_failure"],
+    )
+    counter = TokenCounter(encoding=resolved["encoding"], estimate=args["estimate"])
+    transcript = load(
+        args["path"],
+        fmt=args["from_"],
+        messages_key=args["messages_key"],
+        skip_invalid=args["skip_invalid"],
+    )
+    plans = None
+    if args.get("plan"):
+        raw = files.read_input(args["plan"])
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise UsageError(f"--plan {args['plan']}: not JSON ({exc})") from None
+        plans = plans_from_json(document, sessions=[s.messages for s in transcript.sessions])
+    if args["dump_prompt"]:
+        _dump_prompt(transcript, counter=counter, settings=settings, plans=plans)
+        return
+    result, report = summarize_transcript(
+        transcript,
+        counter=counter,
+        settings=settings,
+        plans=plans,
+        require_previous=require_previous,
+    )
+    data = formats.write(result, fmt=args["to"])
+    report.output = emit(data, source=args["path"], output=args["output"])
+    compress_report(report)
+    if args["report_file"]:
+        files.write_atomic(
+            args["report_file"], orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+        )
+
+
+def _dump_prompt(
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    plans: list[Any] | None,
+) -> None:
+    # Without a configured model the request is still shown, for a placeholder model.
+    llm = settings.llm or LLMSettings(model="<model>")
+    requests = []
+    for number, session in enumerate(transcript.sessions):
+        plan = plans[number] if plans else None
+        plan = plan or plan_boundaries(session.messages, counter=counter, budget=settings.budget)
+        if not plan.compressible:
+            continue
+        prepared = prepare_request(session.messages, plan=plan, counter=counter, settings=settings)
+        requests.append(LLMSummarizer(llm).dump_request(prepared.request))
+    print_json(requests[0] if len(requests) == 1 else requests)
+
+
+@app.command(epilog=SUMMARIZE_EXAMPLES)
+def summarize(
+    path: Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")],
+    output: Output = None,
+    plan: Annotated[
+        str | None, typer.Option("--plan", help="Plan JSON from `ctxpack align --json`.")
+    ] = None,
+    offline: Offline = False,
+    strict: Strict = False,
+    abort_on_failure: Abort = False,
+    no_cache: NoCache = False,
+    dump_prompt: DumpPrompt = False,
+    previous_summary: PreviousSummary = None,
+    report_file: ReportFile = None,
+    to: To = None,
+    context_length: opts.ContextLength = None,
+    threshold: opts.Threshold = None,
+    target_ratio: opts.TargetRatio = None,
+    tail_tokens: opts.TailTokens = None,
+    protect_first: opts.ProtectFirst = None,
+    protect_last: opts.ProtectLast = None,
+    model: opts.Model = None,
+    base_url: opts.BaseUrl = None,
+    api_key: opts.ApiKey = None,
+    timeout: opts.Timeout = None,
+    max_retries: opts.MaxRetries = None,
+    summarizer_context: opts.SummarizerContext = None,
+    focus: opts.Focus = None,
+    encoding: opts.Encoding = None,
+    estimate: EstimateOpt = False,
+    from_: FromOpt = None,
+    messages_key: MessagesKeyOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+    config_file: opts.ConfigFile = None,
+) -> None:
+    """Summarize the middle of each session into one reference record (stages 2-4).
+
+    An earlier summary in the input is updated, never nested.
+    """
+    with reported():
+        _run(dict(locals()), require_previous=False)
+
+
+@app.command(epilog=UPDATE_EXAMPLES)
+def update(
+    path: Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")],
+    output: Output = None,
+    offline: Offline = False,
+    strict: Strict = False,
+    abort_on_failure: Abort = False,
+    no_cache: NoCache = False,
+    dump_prompt: DumpPrompt = False,
+    previous_summary: PreviousSummary = None,
+    report_file: ReportFile = None,
+    to: To = None,
+    context_length: opts.ContextLength = None,
+    threshold: opts.Threshold = None,
+    target_ratio: opts.TargetRatio = None,
+    tail_tokens: opts.TailTokens = None,
+    protect_first: opts.ProtectFirst = None,
+    protect_last: opts.ProtectLast = None,
+    model: opts.Model = None,
+    base_url: opts.BaseUrl = None,
+    api_key: opts.ApiKey = None,
+    timeout: opts.Timeout = None,
+    max_retries: opts.MaxRetries = None,
+    summarizer_context: opts.SummarizerContext = None,
+    focus: opts.Focus = None,
+    encoding: opts.Encoding = None,
+    estimate: EstimateOpt = False,
+    from_: FromOpt = None,
+    messages_key: MessagesKeyOpt = None,
+    skip_invalid: SkipInvalidOpt = False,
+    config_file: opts.ConfigFile = None,
+) -> None:
+    """Fold the turns after an earlier summary into it (stage 4).
+
+    Fails with a clear error when the input holds no summary and none is given.
+    """
+    with reported():
+        _run(dict(locals()), require_previous=True)

@@ -25,7 +25,7 @@ from ctxpack.transcript import Message, Session, Transcript
 # Entries that take part in the uuid/parentUuid tree.
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 _DETECT = re.compile(
-    rb'"(parentUuid|leafUuid)"\s*:|^\{"type":"(file-history-snapshot|queue-operation|'
+    rb'"(parentUuid|leafUuid)"\s*:|^\{\s*"type"\s*:\s*"(file-history-snapshot|queue-operation|'
     rb'permission-mode|last-prompt|ai-title)"'
 )
 

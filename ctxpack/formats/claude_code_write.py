@@ -89,6 +89,9 @@ class SessionWriter:
         last = last if isinstance(last, str) else f"line-{self.chain[-1] if self.chain else 0}"
         self.seed = f"{last}/{number}"
         self.counter = 0
+        self.taken = {
+            str(obj["uuid"]) for obj in doc.objs if obj is not None and isinstance(obj.get("uuid"), str)
+        }
         self.stamp = stamp
         self.state: dict[int, Obj | None] = {}
         self.plans: dict[int, list[Emission]] = {}
@@ -96,8 +99,13 @@ class SessionWriter:
         self.env_ref: Obj = line(doc, self.chain[-1]) if self.chain else {}
 
     def new_uuid(self) -> str:
-        self.counter += 1
-        return str(uuid.uuid5(NAMESPACE, f"{self.seed}/{self.counter}"))
+        # Derived, so the same input gives the same file; never one in use.
+        while True:
+            self.counter += 1
+            fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{self.counter}"))
+            if fresh not in self.taken:
+                self.taken.add(fresh)
+                return fresh
 
     def run(self, edits: jsonl.Edits) -> None:
         items = pairs(self.session)

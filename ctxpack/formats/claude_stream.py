@@ -26,8 +26,8 @@ from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
-    rb'^\{"type":"(system|assistant|user|result)","message":\{|'
-    rb'^\{"type":"system","subtype":"init"|"parent_tool_use_id"\s*:'
+    rb'^\{\s*"type"\s*:\s*"(system|assistant|user|result)"\s*,\s*"message"\s*:\s*\{|'
+    rb'^\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"init"'
 )
 Obj = dict[str, Any]
 

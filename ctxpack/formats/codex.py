@@ -27,8 +27,8 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
-    rb'^\{"timestamp":"[^"]*","type":"(session_meta|response_item|event_msg|turn_context|'
-    rb'compacted|world_state)","payload":'
+    rb'^\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|'
+    rb'event_msg|turn_context|compacted|world_state)"\s*,\s*"payload"\s*:'
 )
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUT_TYPES = frozenset(

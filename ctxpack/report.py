@@ -1,0 +1,90 @@
+"""What a compaction did, per session and per file, as plain data and JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxpack.count import Tally
+
+
+@dataclass
+class SessionReport:
+    label: str
+    status: str  # under-threshold | pruned | compacted | nothing-to-compress
+    before: Tally
+    after: Tally
+    pruned: int = 0
+    deduplicated: int = 0
+    args_shrunk: int = 0
+    prune_saved: int = 0
+    summary_saved: int = 0
+    summary_tokens: int = 0
+    summary_source: str | None = None
+    summary_model: str | None = None
+    updated_previous_summary: bool = False
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.label,
+            "status": self.status,
+            "tokens_before": self.before.tokens,
+            "tokens_after": self.after.tokens,
+            "messages_before": self.before.messages,
+            "messages_after": self.after.messages,
+            "ratio": ratio(self.after.tokens, self.before.tokens),
+            "pruned": self.pruned,
+            "deduplicated": self.deduplicated,
+            "args_shrunk": self.args_shrunk,
+            "savings": {"prune": self.prune_saved, "summarize": self.summary_saved},
+            "summary_tokens": self.summary_tokens,
+            "summary_source": self.summary_source,
+            "summary_model": self.summary_model,
+            "updated_previous_summary": self.updated_previous_summary,
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
+
+
+def ratio(after: int, before: int) -> float:
+    return round(after / before, 4) if before else 1.0
+
+
+@dataclass
+class CompressReport:
+    path: str
+    format: str
+    sessions: list[SessionReport]
+    output: str | None = None
+    skipped_lines: int = 0
+
+    @property
+    def before(self) -> Tally:
+        total = Tally()
+        for s in self.sessions:
+            total.merge(s.before)
+        return total
+
+    @property
+    def after(self) -> Tally:
+        total = Tally()
+        for s in self.sessions:
+            total.merge(s.after)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        before, after = self.before, self.after
+        return {
+            "path": self.path,
+            "format": self.format,
+            "output": self.output,
+            "skipped_lines": self.skipped_lines,
+            "tokens_before": before.tokens,
+            "tokens_after": after.tokens,
+            "ratio": ratio(after.tokens, before.tokens),
+            "sessions": [s.to_dict() for s in self.sessions],
+        }

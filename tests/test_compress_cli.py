@@ -1,0 +1,242 @@
+"""`ctxpack compress`: the whole pipeline as users and CI run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers, toolpairs
+from ctxpack.cli import app
+from tests.conftest import FIXTURES, TAU_BENCH
+
+runner = CliRunner()
+HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+
+# The documented keys of `--report FILE` (README "Report JSON").
+FILE_KEYS = {
+    "path",
+    "format",
+    "output",
+    "skipped_lines",
+    "tokens_before",
+    "tokens_after",
+    "ratio",
+    "sessions",
+}
+SESSION_KEYS = {
+    "session",
+    "status",
+    "tokens_before",
+    "tokens_after",
+    "messages_before",
+    "messages_after",
+    "ratio",
+    "pruned",
+    "deduplicated",
+    "args_shrunk",
+    "savings",
+    "summary_tokens",
+    "summary_source",
+    "summary_model",
+    "updated_previous_summary",
+    "before",
+    "after",
+    "warnings",
+    "notes",
+}
+TALLY_KEYS = {"messages", "tokens", "messages_by_role", "tokens_by_role", "tokens_by_kind"}
+
+
+@pytest.fixture(scope="module")
+def session_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real Claude Code session (64 messages, ~50k tokens) as OpenAI JSONL."""
+    transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
+    path = tmp_path_factory.mktemp("s") / "session.jsonl"
+    path.write_bytes(formats.write(transcript, fmt="openai"))
+    return path
+
+
+def _ctxpack(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "CTXPACK_ARCHIVE": os.environ.get("CTXPACK_ARCHIVE", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "ctxpack", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+
+
+def test_pipe_compress_then_count(session_jsonl: Path) -> None:
+    compressed = _ctxpack("compress", "--force", "--offline", "-", stdin=session_jsonl.read_bytes())
+    assert compressed.returncode == 0, compressed.stderr.decode()
+    assert b"compacted" in compressed.stderr
+    counted = _ctxpack("count", "-", "--json", stdin=compressed.stdout)
+    assert counted.returncode == 0
+    after = json.loads(counted.stdout)["total"]["tokens"]
+    before = json.loads(_ctxpack("count", str(session_jsonl), "--json").stdout)["total"]["tokens"]
+    assert after < before / 2
+
+
+def test_under_threshold_is_byte_identical(session_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["compress", str(session_jsonl), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == session_jsonl.read_bytes()
+    assert "under the threshold" in result.stderr
+
+
+def test_force_compacts_with_one_summary_and_no_orphans(
+    session_jsonl: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(
+        app, ["compress", "--force", "--offline", str(session_jsonl), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    messages = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert sum(markers.is_summary(m) for m in messages) == 1
+    assert toolpairs.orphans(messages) == ([], [])
+    original = [json.loads(line) for line in session_jsonl.read_bytes().splitlines()]
+    last_user = [m for m in original if m["role"] == "user" and isinstance(m.get("content"), str)][
+        -1
+    ]
+    real_users = [m for m in messages if m["role"] == "user" and not markers.is_summary(m)]
+    assert real_users[-1]["content"] == last_user["content"]
+
+
+def test_report_json_has_the_documented_keys(session_jsonl: Path, tmp_path: Path) -> None:
+    report_path = tmp_path / "report.json"
+    result = runner.invoke(
+        app,
+        [
+            "compress",
+            "--force",
+            "--offline",
+            str(session_jsonl),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--report",
+            str(report_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_bytes())
+    assert set(report) == FILE_KEYS
+    session = report["sessions"][0]
+    assert set(session) == SESSION_KEYS
+    assert set(session["before"]) == TALLY_KEYS == set(session["after"])
+    assert set(session["savings"]) == {"prune", "summarize"}
+    assert session["status"] == "compacted"
+    assert session["summary_source"] == "offline"
+    assert report["tokens_after"] == session["tokens_after"] < report["tokens_before"]
+    saved = session["savings"]["prune"] + session["savings"]["summarize"]
+    assert report["tokens_before"] - report["tokens_after"] == saved
+
+
+def test_composed_stages_equal_the_pipeline(session_jsonl: Path) -> None:
+    whole = _ctxpack("compress", "--offline", "--force", str(session_jsonl))
+    pruned = _ctxpack("prune", str(session_jsonl))
+    composed = _ctxpack("summarize", "--offline", "-", stdin=pruned.stdout)
+    assert whole.returncode == pruned.returncode == composed.returncode == 0
+    assert whole.stdout == composed.stdout
+    assert len(whole.stdout) < len(session_jsonl.read_bytes()) / 2
+
+
+def test_batch_mirrors_the_tree_and_survives_a_corrupt_file(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    shutil.copytree(FIXTURES, src)
+    (src / "openai-chat" / "corrupt.jsonl").write_bytes(
+        b'{"role":"user","content":"a"}\n{"role": bad\n'
+    )
+    out = tmp_path / "out"
+    report_path = tmp_path / "batch.json"
+    result = runner.invoke(
+        app,
+        [
+            "compress",
+            str(src),
+            "-o",
+            str(out),
+            "--jobs",
+            "2",
+            "--force",
+            "--offline",
+            "--report",
+            str(report_path),
+        ],
+    )
+    assert result.exit_code == 1
+    inputs = sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file() and p.suffix != ".md")
+    outputs = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert outputs == [p for p in inputs if p.name != "corrupt.jsonl"]
+    report = json.loads(report_path.read_bytes())
+    assert [e["path"] for e in report["errors"]] == [str(src / "openai-chat" / "corrupt.jsonl")]
+    assert "corrupt.jsonl:2:invalidJSON" in "".join(result.stderr.split())
+    assert "batch" in result.stderr and f"{len(outputs)} file(s)" in result.stderr
+
+
+def test_fail_fast_stops_the_batch(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(b'{"role": bad\n')
+    shutil.copy(TAU_BENCH, src / "b.json")
+    result = runner.invoke(app, ["compress", str(src), "-o", str(tmp_path / "out"), "--fail-fast"])
+    assert result.exit_code == 1
+    assert not (tmp_path / "out" / "b.json").exists()
+
+
+def test_config_precedence_shown_by_config_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ctxpack.toml").write_text("threshold = 0.6\nprotect_last = 9\nprotect_first = 2\n")
+    monkeypatch.setenv("CTXPACK_PROTECT_LAST", "7")
+    monkeypatch.setenv("CTXPACK_PROTECT_FIRST", "4")
+    result = runner.invoke(app, ["config", "--json", "--protect-first", "5"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["threshold"] == {"value": 0.6, "source": f"file {tmp_path / 'ctxpack.toml'}"}
+    assert settings["protect_last"] == {"value": 7, "source": "env CTXPACK_PROTECT_LAST"}
+    assert settings["protect_first"] == {"value": 5, "source": "flag"}
+    assert settings["context_length"] == {"value": 200000, "source": "default"}
+    table = runner.invoke(app, ["config"])
+    assert "env CTXPACK_PROTECT_LAST" in table.stderr
+
+
+def test_config_file_changes_compress_behaviour(
+    session_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ctxpack.toml").write_text("context_length = 60000\nthreshold = 0.5\n")
+    out = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["compress", "--offline", str(session_jsonl), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "compacted" in result.stderr
+    assert out.read_bytes() != session_jsonl.read_bytes()
+
+
+def test_second_compaction_updates_the_summary(session_jsonl: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    runner.invoke(app, ["compress", "--force", "--offline", str(session_jsonl), "-o", str(first)])
+    result = runner.invoke(
+        app, ["update", "--offline", str(first), "-o", str(second), "--tail-tokens", "500"]
+    )
+    assert result.exit_code == 0, result.output
+    messages = [json.loads(line) for line in second.read_bytes().splitlines()]
+    assert sum(markers.is_summary(m) for m in messages) == 1
+    body = markers.summary_body(next(m for m in messages if markers.is_summary(m)))
+    assert markers.SUMMARY_PREFIX not in body
+
+
+def test_update_without_summary_is_a_usage_error(session_jsonl: Path) -> None:
+    result = runner.invoke(app, ["update", "--offline", str(session_jsonl)])
+    assert result.exit_code == 2
+    assert "no previous summary" in result.stderr

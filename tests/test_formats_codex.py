@@ -1,0 +1,208 @@
+"""The `codex` adapter: Codex CLI rollouts (SPEC 2, FORMATS 3)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import formats, markers, toolpairs
+from ctxpack import messages as m
+from ctxpack.tokens import TokenCounter
+from tests.conftest import FIXTURES
+from tests.test_formats_support import (
+    compact,
+    compacted,
+    expected,
+    mutated,
+    normal,
+    summaries,
+    updated,
+)
+
+ROLLOUT = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+ASSISTANT_SIDE = {"reasoning", "function_call", "custom_tool_call", "web_search_call"}
+
+
+def _lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+def _replay(data: bytes) -> list[dict[str, Any]]:
+    """The model history as Codex rebuilds it on resume."""
+    history: list[dict[str, Any]] = []
+    for obj in _lines(data):
+        if obj["type"] == "response_item":
+            history.append(obj["payload"])
+        elif obj["type"] == "compacted":
+            history = list(obj["payload"]["replacement_history"])
+    return history
+
+
+def _read(data: bytes) -> formats.Transcript:  # type: ignore[name-defined]
+    return formats.read(data, path="rollout.jsonl")
+
+
+def test_unchanged_write_is_byte_identical() -> None:
+    data = ROLLOUT.read_bytes()
+    transcript = _read(data)
+    assert transcript.format == "codex"
+    assert formats.write(transcript) == data
+
+
+def test_token_count_matches_a_direct_count(counter: TokenCounter) -> None:
+    objs = _lines(ROLLOUT.read_bytes())
+    texts = [objs[0]["payload"]["base_instructions"]["text"]]
+    messages = 1
+    in_group = False
+    for obj in objs:
+        if obj["type"] != "response_item":
+            continue
+        item = obj["payload"]
+        kind = item["type"]
+        if kind == "message" and item["role"] != "assistant":
+            in_group = False
+            messages += 1
+            texts += [part["text"] for part in item["content"]]
+        elif kind == "function_call_output":
+            in_group = False
+            messages += 1
+            texts.append(item["output"])
+        elif kind in ASSISTANT_SIDE or kind == "message":
+            if kind != "web_search_call" and not in_group:
+                messages += 1
+                in_group = True
+            if kind == "message":
+                texts += [part["text"] for part in item["content"]]
+            elif kind == "function_call":
+                texts += [item["name"], item["arguments"]]
+            elif kind == "custom_tool_call":
+                texts += [item["name"], compact({"input": item["input"]})]
+            elif kind == "reasoning":
+                texts += [s["text"] for s in item["summary"]]
+    session = _read(ROLLOUT.read_bytes()).sessions[0]
+    assert len(session.messages) == messages
+    assert counter.messages(session.messages) == expected(texts, messages)
+
+
+def test_items_map_to_chat_messages() -> None:
+    transcript = _read(ROLLOUT.read_bytes())
+    msgs = transcript.sessions[0].messages
+    assert [m.role(x) for x in msgs[:5]] == ["system", "developer", "user", "user", "assistant"]
+    assert msgs[0]["content"].startswith("You are Codex")
+    first = msgs[4]
+    assert [m.call_name(c) for c in m.tool_calls(first)] == ["exec_command"] * 4
+    assert first["reasoning"][0]["encrypted_content"].startswith("gAAAA")
+    assert transcript.layout["last_timestamp"] == _lines(ROLLOUT.read_bytes())[-1]["timestamp"]
+    # The rollout stops mid-turn: its last calls were never answered.
+    assert toolpairs.orphans(msgs)[0] == []
+
+
+def test_compaction_writes_a_compacted_line() -> None:
+    data = ROLLOUT.read_bytes()
+    small, new = compacted(_read(data), head=4, tail=10)
+    out = formats.write(small)
+    found = [o for o in _lines(out) if o["type"] == "compacted"]
+    assert len(found) == 1
+    payload = found[0]["payload"]
+    assert markers.summary_body({"role": "user", "content": payload["message"]}) == markers.summary_body(new[4])
+    history = payload["replacement_history"]
+    assert [i["role"] for i in history] == ["developer", "user", "user", "user"]
+    assert history[-1]["content"][0]["text"] == new[4]["content"]
+    replayed = _replay(out)
+    calls = {i["call_id"] for i in replayed if i["type"] == "function_call"}
+    outputs = {i["call_id"] for i in replayed if i["type"] == "function_call_output"}
+    assert calls == outputs and calls
+    back = _read(out).sessions[0].messages
+    assert normal(back) == normal(new)
+    assert len(summaries(back)) == 1
+    # Everything before the compaction point is kept byte for byte.
+    cut = out.index(b'{"timestamp"', out.index(b'"type":"compacted"') - 60)
+    assert data.startswith(out[:cut])
+
+
+def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
+    once = formats.write(compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0])
+    again, _ = updated(_read(once), "3. Drafted the grant answers.")
+    twice = formats.write(again)
+    back = _read(twice).sessions[0].messages
+    assert [markers.summary_body(x) for x in summaries(back)] == ["3. Drafted the grant answers."]
+    assert sum(o["type"] == "compacted" for o in _lines(twice)) == 2
+
+
+def test_pruned_output_also_prunes_the_exec_command_end_copy() -> None:
+    data = ROLLOUT.read_bytes()
+    transcript = _read(data)
+    session = transcript.sessions[0]
+    msgs = list(session.messages)
+    index = next(i for i, x in enumerate(msgs) if m.role(x) == "tool" and len(m.text(x)) > 2000)
+    call_id = msgs[index]["tool_call_id"]
+    msgs[index] = {**msgs[index], "content": "[output pruned]"}
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    before, after = _lines(data), _lines(out)
+    assert len(before) == len(after)
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert {b["payload"]["type"] for _, b in changed} == {"function_call_output", "exec_command_end"}
+    for old, new in changed:
+        assert new["payload"]["call_id"] == call_id
+        if new["payload"]["type"] == "exec_command_end":
+            assert new["payload"]["aggregated_output"] == "[output pruned]"
+            assert old["payload"]["command"] == new["payload"]["command"]
+
+
+def test_an_opaque_server_side_compaction_reads_as_a_summary() -> None:
+    raw = ROLLOUT.read_bytes().split(b"\n")
+    marker = {
+        "timestamp": "2026-04-20T10:21:00.000Z",
+        "type": "compacted",
+        "payload": {
+            "message": "",
+            "replacement_history": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "apply for the grant"}]},
+                {"type": "compaction", "encrypted_content": "gAAAAABopaque"},
+            ],
+        },
+    }
+    data = b"\n".join([*raw[:100], json.dumps(marker).encode(), *raw[100:]])
+    transcript = _read(data)
+    msgs = transcript.sessions[0].messages
+    assert [m.role(x) for x in msgs[:3]] == ["system", "user", "user"]
+    assert markers.is_summary(msgs[2]) and "server-side" in markers.summary_body(msgs[2])
+    assert formats.write(transcript) == data
+    # Dropping the opaque summary for a new one writes a fresh compacted line.
+    again, _ = updated(transcript, "4. Replaced the opaque summary.")
+    back = _read(formats.write(again)).sessions[0].messages
+    assert [markers.summary_body(x) for x in summaries(back)] == ["4. Replaced the opaque summary."]
+
+
+def test_custom_tool_calls_carry_their_raw_input() -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    lines = [
+        {"timestamp": "t0", "type": "session_meta", "payload": {"id": "s", "base_instructions": {"text": "Be careful."}}},
+        {"timestamp": "t1", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]}},
+        {"timestamp": "t2", "type": "response_item", "payload": {"type": "custom_tool_call", "status": "completed", "call_id": "c1", "name": "apply_patch", "input": patch}},
+        {"timestamp": "t3", "type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c1", "output": "Success. Updated a.py"}},
+    ]
+    data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+    transcript = _read(data)
+    msgs = transcript.sessions[0].messages
+    call = m.tool_calls(msgs[2])[0]
+    assert json.loads(m.call_arguments(call)) == {"input": patch}
+    assert msgs[3] == {"role": "tool", "tool_call_id": "c1", "content": "Success. Updated a.py"}
+    shrunk = {**call, "function": {**call["function"], "arguments": compact({"input": "*** Begin Patch…"})}}
+    edited = [*msgs[:2], {**msgs[2], "tool_calls": [shrunk]}, msgs[3]]
+    out = formats.write(transcript.with_sessions([transcript.sessions[0].with_messages(edited)]))
+    assert _lines(out)[2]["payload"]["input"] == "*** Begin Patch…"
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_any_stage_edit_reads_back_as_written(seed: int) -> None:
+    transcript = _read(ROLLOUT.read_bytes())
+    session = transcript.sessions[0]
+    new = mutated(session.messages, seed)
+    out = formats.write(transcript.with_sessions([session.with_messages(new)]))
+    back = _read(out).sessions[0].messages
+    assert normal(back) == normal(new)
