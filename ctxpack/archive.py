@@ -21,7 +21,6 @@ from typing import Any, Self
 
 from ctxpack.archive_check import find_problems
 from ctxpack.archive_db import (
-    REF_PREFIX,
     SCHEMA_VERSION,
     ArchiveCorrupt,
     ArchiveError,
@@ -31,10 +30,8 @@ from ctxpack.archive_db import (
     default_path,
     normalize_ref,
     pack,
-    ref_for,
     ref_of_sha,
     resolve_path,
-    sha256_hex,
     translate,
     unpack,
     write_tx,
@@ -49,6 +46,7 @@ from ctxpack.archive_types import (
     parse_age,
 )
 from ctxpack.errors import UsageError
+from ctxpack.refs import REF_PREFIX, ref_for, sha256_hex
 
 __all__ = [
     "SCHEMA_VERSION",

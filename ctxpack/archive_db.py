@@ -5,7 +5,6 @@ its schema and migrations, and how blob bytes are packed."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import lzma
 import os
 import sqlite3
@@ -15,10 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.refs import REF_HEX, REF_PREFIX, sha256_hex
 
 ENV_VAR = "CTXPACK_ARCHIVE"
-REF_PREFIX = "ctxpack:"
-REF_HEX = 10
 MIN_REF_HEX = 6
 # Long enough for a busy CI runner with many workers; short transactions keep waits small.
 BUSY_TIMEOUT_S = 60.0
@@ -39,15 +37,6 @@ class ArchiveMissing(ArchiveError):
 
 class InvalidRef(ArchiveError, UsageError):
     """A ref that is malformed, too short or matches several blobs (a usage error)."""
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def ref_for(data: bytes) -> str:
-    """The short reference placeholders embed: `ctxpack:` + 10 hex of the sha256."""
-    return REF_PREFIX + sha256_hex(data)[:REF_HEX]
 
 
 def ref_of_sha(sha: str) -> str:

@@ -7,13 +7,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ctxpack import files, formats
+from ctxpack.archiving import record_run
 from ctxpack.errors import CtxpackError, InputError
 from ctxpack.formats import ReadOptions
 from ctxpack.pipeline import CompressSettings, compress_transcript
-from ctxpack.report import CompressReport
+from ctxpack.report import CompressReport, SessionReport
 from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Transcript
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 
@@ -28,6 +31,8 @@ class FileJob:
     output_format: str | None = None
     encoding: str = "o200k_base"
     estimate: bool = False
+    archive: bool = True
+    archive_path: str | None = None
 
 
 @dataclass
@@ -54,6 +59,16 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
                 f"{transcript.format} is read-only; the output is written as openai"
             )
         data = formats.write(result, fmt=output_format)
+        if job.archive:
+            archive_result(
+                report.sessions,
+                archive_path=job.archive_path,
+                original=transcript,
+                result=result,
+                output_bytes=data,
+                settings=settings_record(job.settings),
+                report=report.to_dict(),
+            )
         if job.output is not None:
             files.write_atomic(job.output, data, inputs=(job.source,))
             report.output = job.output
@@ -62,6 +77,50 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
         return FileOutcome(job, report=report, data=data)
     except CtxpackError as exc:
         return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
+
+
+def settings_record(settings: CompressSettings) -> dict[str, Any]:
+    """What the archive keeps of the settings: never the API key."""
+    budget = settings.budget
+    return {
+        "context_length": budget.context_length,
+        "threshold": budget.threshold,
+        "target_ratio": budget.target_ratio,
+        "protect_first": budget.protect_first,
+        "protect_last": budget.protect_last,
+        "tail_tokens": budget.tail_tokens,
+        "force": settings.force,
+        "prune": settings.prune,
+        "prune_only": settings.prune_only,
+        "focus": settings.focus,
+        "model": settings.llm.model if settings.llm else None,
+    }
+
+
+def archive_result(
+    sessions: list[SessionReport],
+    *,
+    archive_path: str | None,
+    original: Transcript,
+    result: Transcript,
+    output_bytes: bytes,
+    settings: dict[str, Any],
+    report: dict[str, Any],
+) -> None:
+    """Record the run; a failing archive costs reversibility, not the run: warn."""
+    try:
+        record_run(
+            archive_path=archive_path,
+            original=original,
+            result=result,
+            output_bytes=output_bytes,
+            extra_blobs=[blob for s in sessions for blob in s.blobs],
+            settings=settings,
+            report=report,
+        )
+    except CtxpackError as exc:
+        if sessions:
+            sessions[0].warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")
 
 
 def discover(paths: list[str]) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxpack import markers
+from ctxpack import jsoncodec, markers
 from ctxpack import messages as m
 from ctxpack.alignplan import AlignPlan
 from ctxpack.assemble import assemble, without_merged_summary
@@ -16,6 +16,7 @@ from ctxpack.facts import preserved_facts_section
 from ctxpack.llm_settings import LLMSettings
 from ctxpack.offline import OfflineSummarizer
 from ctxpack.prune import PruneResult, PruneSettings, prune_messages
+from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport
 from ctxpack.summarize import run_summary
 from ctxpack.summarizer import SummaryRequest
@@ -137,6 +138,9 @@ def summarize_messages(
     facts = preserved_facts_section(middle, text, counter=counter, cap_tokens=max(room - 2, 0))
     if facts:
         text = f"{text}\n\n{facts}"
+    # The exact turns this summary replaces, for `ctxpack show` / restore.
+    source_turns = b"".join(jsoncodec.dumps(msg) + b"\n" for msg in middle)
+    text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
     first = not any(markers.has_system_note(msg) for msg in head)
     out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
     if counter.messages(out) >= counter.messages(messages):
@@ -146,6 +150,7 @@ def summarize_messages(
             report.status = "nothing-to-compress"
         return messages
     report.status = "compacted"
+    report.blobs.append(source_turns)
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source
     report.summary_model = result.model

@@ -21,6 +21,7 @@ from ctxpack.argshrink import shrink_arguments
 from ctxpack.budget import Budget
 from ctxpack.calls import CallInfo, describe
 from ctxpack.oneliners import duplicate_note, is_pruned, one_liner
+from ctxpack.refs import ref_for_text
 from ctxpack.supersede import Supersession, find_superseded
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Message, Transcript
@@ -283,7 +284,7 @@ def _plan_output(
         if stale is not None:
             reason += f"; {stale.reason}"
         note = duplicate_note(later=later_copy, label=info.label, chars=len(body))
-        return {**msg, "content": note}, DEDUPE, tool, reason
+        return {**msg, "content": f"{note}; {ref_for_text(body)}"}, DEDUPE, tool, reason
     if stale is None and len(body) <= settings.output_chars:
         return None
     line = one_liner(
@@ -295,7 +296,8 @@ def _plan_output(
         info=info,
     )
     reason = stale.reason if stale is not None else f"old output, {len(body):,} chars"
-    return {**msg, "content": line}, SUMMARIZE, tool, reason
+    # The ref lets `ctxpack show` print the full output from the archive.
+    return {**msg, "content": f"{line}; full: {ref_for_text(body)}"}, SUMMARIZE, tool, reason
 
 
 def _is_error(msg: Message) -> bool:

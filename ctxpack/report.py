@@ -25,6 +25,8 @@ class SessionReport:
     updated_previous_summary: bool = False
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Bytes the output cites by ref (not part of the JSON report).
+    blobs: list[bytes] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -42,3 +42,21 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.setattr(socket, "getaddrinfo", lookup)
     yield
+
+
+@pytest.fixture(autouse=True)
+def private_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests never touch the user's archive or summary cache."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("CTXPACK_ARCHIVE", str(state / "archive.db"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(state / "data"))
+    for name in (
+        "CTXPACK_MODEL",
+        "CTXPACK_BASE_URL",
+        "CTXPACK_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)

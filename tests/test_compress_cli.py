@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -64,13 +63,8 @@ def session_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ctxpack(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "CTXPACK_ARCHIVE": os.environ.get("CTXPACK_ARCHIVE", "")}
     return subprocess.run(
-        [sys.executable, "-m", "ctxpack", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        check=False,
+        [sys.executable, "-m", "ctxpack", *args], input=stdin, capture_output=True, check=False
     )
 
 

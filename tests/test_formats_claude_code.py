@@ -48,7 +48,7 @@ def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     while node is not None:
         assert node not in chain, "parentUuid cycle"
         chain.append(node)
-        node = by_uuid.get(node.get("parentUuid"))  # type: ignore[arg-type]
+        node = by_uuid.get(node.get("parentUuid"))
     return chain[::-1]
 
 
@@ -57,7 +57,7 @@ def _expected_tokens(chain: list[dict[str, Any]]) -> tuple[int, int]:
     messages = images = 0
     thinking: dict[str, list[str]] = {}
     for obj in chain:
-        message = obj.get("message")
+        message: Any = obj.get("message")
         if obj["type"] == "assistant":
             if message["id"] not in thinking:
                 thinking[message["id"]] = []
@@ -107,9 +107,7 @@ def test_unchanged_write_is_byte_identical(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_token_count_matches_a_direct_count_of_the_chain(
-    path: Path, counter: TokenCounter
-) -> None:
+def test_token_count_matches_a_direct_count_of_the_chain(path: Path, counter: TokenCounter) -> None:
     data = path.read_bytes()
     tokens, messages = _expected_tokens(_chain(_lines(data)))
     session = formats.read(data, path=str(path)).sessions[0]
@@ -119,7 +117,14 @@ def test_token_count_matches_a_direct_count_of_the_chain(
 
 def test_split_assistant_lines_merge_into_one_message() -> None:
     msgs = formats.read(OPUS.read_bytes(), path=str(OPUS)).sessions[0].messages
-    assert [m.role(x) for x in msgs] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role(x) for x in msgs] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     first = msgs[1]
     assert first["content"] is None
     assert first["reasoning_content"].startswith("The user wants me to read")
@@ -152,7 +157,13 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     assert meta["postTokens"] == counter.messages(new) < meta["preTokens"]
     assert chain[1]["isCompactSummary"] is True
     assert chain[1]["parentUuid"] == chain[0]["uuid"]
-    uses = {b["id"] for o in chain if o["type"] == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"}
+    uses = {
+        b["id"]
+        for o in chain
+        if o["type"] == "assistant"
+        for b in o["message"]["content"]
+        if b["type"] == "tool_use"
+    }
     results = {
         b["tool_use_id"]
         for o in chain
@@ -210,10 +221,19 @@ def test_changed_arguments_rewrite_the_tool_use_input() -> None:
     session = transcript.sessions[0]
     msgs = list(session.messages)
     call = m.tool_calls(msgs[3])[0]
-    shrunk = {**call, "function": {**call["function"], "arguments": '{"file_path":"x","content":"…"}'}}
+    shrunk = {
+        **call,
+        "function": {**call["function"], "arguments": '{"file_path":"x","content":"…"}'},
+    }
     msgs[3] = {**msgs[3], "tool_calls": [shrunk]}
     out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
-    uses = [b for o in _lines(out) if o["type"] == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"]
+    uses = [
+        b
+        for o in _lines(out)
+        if o["type"] == "assistant"
+        for b in o["message"]["content"]
+        if b["type"] == "tool_use"
+    ]
     assert uses[1]["input"] == {"file_path": "x", "content": "…"}
     assert uses[1]["id"] == m.call_id(call)
 
@@ -232,7 +252,11 @@ def test_sidechains_are_left_out_unless_asked_for() -> None:
 
 def test_the_latest_leaf_wins_over_a_rewound_branch() -> None:
     objs = _lines(OPUS.read_bytes())
-    rewind = {**objs[1], "uuid": "9b1d5f7e-0000-4000-8000-000000000001", "timestamp": "2025-12-11T22:00:00.000Z"}
+    rewind = {
+        **objs[1],
+        "uuid": "9b1d5f7e-0000-4000-8000-000000000001",
+        "timestamp": "2025-12-11T22:00:00.000Z",
+    }
     rewind["parentUuid"] = objs[3]["uuid"]  # back to the first tool call
     rewind["message"] = {"role": "user", "content": "Actually, stop here."}
     data = OPUS.read_bytes() + json.dumps(rewind).encode() + b"\n"
@@ -251,7 +275,10 @@ def test_base64_images_are_image_parts(counter: TokenCounter) -> None:
             "role": "user",
             "content": [
                 {"type": "text", "text": "What is in this screenshot?"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                },
             ],
         },
     }
@@ -262,11 +289,16 @@ def test_base64_images_are_image_parts(counter: TokenCounter) -> None:
     assert last["content"][1]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
     assert counter.breakdown(last)["images"] == 1600
     assert formats.write(transcript) == data
-    edited = {**last, "content": [last["content"][0], last["content"][1], {"type": "text", "text": "Be brief."}]}
+    edited = {
+        **last,
+        "content": [last["content"][0], last["content"][1], {"type": "text", "text": "Be brief."}],
+    }
     session = transcript.sessions[0]
-    out = formats.write(transcript.with_sessions([session.with_messages([*session.messages[:-1], edited])]))
+    out = formats.write(
+        transcript.with_sessions([session.with_messages([*session.messages[:-1], edited])])
+    )
     block = _lines(out)[-1]["message"]["content"][1]
-    assert block == image["message"]["content"][1]  # type: ignore[index]
+    assert block == image["message"]["content"][1]
 
 
 @settings(max_examples=20, deadline=None)

@@ -107,7 +107,9 @@ def test_compaction_writes_a_compacted_line() -> None:
     found = [o for o in _lines(out) if o["type"] == "compacted"]
     assert len(found) == 1
     payload = found[0]["payload"]
-    assert markers.summary_body({"role": "user", "content": payload["message"]}) == markers.summary_body(new[4])
+    assert markers.summary_body(
+        {"role": "user", "content": payload["message"]}
+    ) == markers.summary_body(new[4])
     history = payload["replacement_history"]
     assert [i["role"] for i in history] == ["developer", "user", "user", "user"]
     assert history[-1]["content"][0]["text"] == new[4]["content"]
@@ -144,7 +146,10 @@ def test_pruned_output_also_prunes_the_exec_command_end_copy() -> None:
     before, after = _lines(data), _lines(out)
     assert len(before) == len(after)
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
-    assert {b["payload"]["type"] for _, b in changed} == {"function_call_output", "exec_command_end"}
+    assert {b["payload"]["type"] for _, b in changed} == {
+        "function_call_output",
+        "exec_command_end",
+    }
     for old, new in changed:
         assert new["payload"]["call_id"] == call_id
         if new["payload"]["type"] == "exec_command_end":
@@ -160,7 +165,11 @@ def test_an_opaque_server_side_compaction_reads_as_a_summary() -> None:
         "payload": {
             "message": "",
             "replacement_history": [
-                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "apply for the grant"}]},
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "apply for the grant"}],
+                },
                 {"type": "compaction", "encrypted_content": "gAAAAABopaque"},
             ],
         },
@@ -180,10 +189,40 @@ def test_an_opaque_server_side_compaction_reads_as_a_summary() -> None:
 def test_custom_tool_calls_carry_their_raw_input() -> None:
     patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
     lines = [
-        {"timestamp": "t0", "type": "session_meta", "payload": {"id": "s", "base_instructions": {"text": "Be careful."}}},
-        {"timestamp": "t1", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]}},
-        {"timestamp": "t2", "type": "response_item", "payload": {"type": "custom_tool_call", "status": "completed", "call_id": "c1", "name": "apply_patch", "input": patch}},
-        {"timestamp": "t3", "type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c1", "output": "Success. Updated a.py"}},
+        {
+            "timestamp": "t0",
+            "type": "session_meta",
+            "payload": {"id": "s", "base_instructions": {"text": "Be careful."}},
+        },
+        {
+            "timestamp": "t1",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "fix it"}],
+            },
+        },
+        {
+            "timestamp": "t2",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "status": "completed",
+                "call_id": "c1",
+                "name": "apply_patch",
+                "input": patch,
+            },
+        },
+        {
+            "timestamp": "t3",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call_output",
+                "call_id": "c1",
+                "output": "Success. Updated a.py",
+            },
+        },
     ]
     data = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
     transcript = _read(data)
@@ -191,7 +230,10 @@ def test_custom_tool_calls_carry_their_raw_input() -> None:
     call = m.tool_calls(msgs[2])[0]
     assert json.loads(m.call_arguments(call)) == {"input": patch}
     assert msgs[3] == {"role": "tool", "tool_call_id": "c1", "content": "Success. Updated a.py"}
-    shrunk = {**call, "function": {**call["function"], "arguments": compact({"input": "*** Begin Patch…"})}}
+    shrunk = {
+        **call,
+        "function": {**call["function"], "arguments": compact({"input": "*** Begin Patch…"})},
+    }
     edited = [*msgs[:2], {**msgs[2], "tool_calls": [shrunk]}, msgs[3]]
     out = formats.write(transcript.with_sessions([transcript.sessions[0].with_messages(edited)]))
     assert _lines(out)[2]["payload"]["input"] == "*** Begin Patch…"

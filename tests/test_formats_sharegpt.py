@@ -17,7 +17,7 @@ GLAIVE = FIXTURES / "sharegpt" / "LLaMA-Factory__data__glaive_toolcall_en_demo.j
 # both answers in one tool turn, ids in the answers that the calls lack.
 HERMES: dict[str, Any] = {
     "conversations": [
-        {"from": "system", "value": "You call tools. <tools>[{\"name\": \"read_file\"}]</tools>"},
+        {"from": "system", "value": 'You call tools. <tools>[{"name": "read_file"}]</tools>'},
         {"from": "human", "value": "Check both report templates."},
         {
             "from": "gpt",
@@ -125,9 +125,14 @@ def test_hermes_compaction_and_update() -> None:
     session = transcript.sessions[0]
     msgs = session.messages
     pruned = {**msgs[4], "content": "[output pruned]"}
-    summary = {"role": "user", "content": f"{markers.SUMMARY_PREFIX}\n\nRead a.html.\n{markers.SUMMARY_END}"}
+    summary = {
+        "role": "user",
+        "content": f"{markers.SUMMARY_PREFIX}\n\nRead a.html.\n{markers.SUMMARY_END}",
+    }
     new = [msgs[0], summary, msgs[2], msgs[3], pruned, msgs[5]]
-    out = formats.write(transcript.with_sessions([session.with_messages(new), transcript.sessions[1]]))
+    out = formats.write(
+        transcript.with_sessions([session.with_messages(new), transcript.sessions[1]])
+    )
     first, rest = out.split(b"\n", 1)
     assert rest == data.split(b"\n", 1)[1]
     record = json.loads(first)

@@ -105,6 +105,8 @@ def compress(
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    archive: opts.Archive = None,
+    no_archive: opts.NoArchive = False,
     config_file: opts.ConfigFile = None,
 ) -> None:
     """Compact transcripts: prune old tool output, summarize the middle, keep the tail.
@@ -141,6 +143,8 @@ def compress(
                 output_format=to,
                 encoding=resolved["encoding"],
                 estimate=estimate,
+                archive=not no_archive,
+                archive_path=archive,
             )
 
         if not batch:

@@ -122,6 +122,7 @@ def compress_report(report: Any) -> None:
     if before.tokens == after.tokens and before.messages == after.messages:
         if report.output:
             note(f"written to {report.output}")
+        _warnings(report.sessions)
         return
     table = Table(show_edge=False)
     table.add_column("")
@@ -180,6 +181,10 @@ def compress_report(report: Any) -> None:
     if report.output:
         facts.append(("written to", report.output))
     key_values("", facts)
+    _warnings(sessions)
+
+
+def _warnings(sessions: list[Any]) -> None:
     grouped: dict[str, list[str]] = {}
     for s in sessions:
         for warning in s.warnings:

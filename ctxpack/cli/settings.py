@@ -57,6 +57,17 @@ SummarizerContext = Annotated[
     ),
 ]
 Focus = Annotated[str | None, typer.Option("--focus", help="Topic the summary should favour.")]
+Archive = Annotated[
+    str | None,
+    typer.Option(
+        "--archive",
+        help="Archive file (default $CTXPACK_ARCHIVE or ~/.local/share/ctxpack).",
+        envvar=None,
+    ),
+]
+NoArchive = Annotated[
+    bool, typer.Option("--no-archive", help="Do not keep the original in the archive (no restore).")
+]
 ConfigFile = Annotated[
     str | None,
     typer.Option("--config", help="TOML config file (default ./ctxpack.toml or [tool.ctxpack])."),

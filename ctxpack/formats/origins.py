@@ -55,9 +55,23 @@ def resolve(session: Session) -> Resolved:
         if linked is not None and linked not in used and m.role(originals[linked]) == m.role(msg):
             found[k] = linked
             used.add(linked)
+    # Unmatched messages are placed relative to the anchors found so far.
+    prev_anchor: list[int | None] = []
+    last: int | None = None
+    for k in range(len(out)):
+        prev_anchor.append(last)
+        if found[k] is not None:
+            last = k
+    next_anchor: list[int | None] = [None] * len(out)
+    last = None
+    for k in range(len(out) - 1, -1, -1):
+        next_anchor[k] = last
+        if found[k] is not None:
+            last = k
+    anchors = list(found)
     for k, msg in enumerate(out):
         if found[k] is None:
-            placed = _by_position(k, msg, out, found, originals, used)
+            placed = _by_position(k, msg, prev_anchor[k], next_anchor[k], anchors, originals, used)
             if placed is not None:
                 found[k] = placed
                 used.add(placed)
@@ -78,31 +92,34 @@ def _by_ids(msg: Message, by_result: dict[str, int], by_call: dict[str, int]) ->
 def _by_position(
     k: int,
     msg: Message,
-    out: list[Message],
-    found: list[int | None],
+    prev_k: int | None,
+    next_k: int | None,
+    anchors: list[int | None],
     originals: list[Message],
     used: set[int],
 ) -> int | None:
-    prev_k = next((j for j in range(k - 1, -1, -1) if found[j] is not None), None)
-    next_k = next((j for j in range(k + 1, len(out)) if found[j] is not None), None)
-    low = found[prev_k] if prev_k is not None else -1
-    high = found[next_k] if next_k is not None else len(originals)
+    low = anchors[prev_k] if prev_k is not None else -1
+    high = anchors[next_k] if next_k is not None else len(originals)
     assert low is not None and high is not None
-    text = m.text(msg)
-    candidates = [
-        i for i in range(low + 1, high) if i not in used and m.role(originals[i]) == m.role(msg)
-    ]
-    # A tail message the summary was merged into: its own text comes first.
-    for i in candidates:
-        own = m.text(originals[i])
-        if own.strip() and text.startswith(own) and len(text) > len(own):
-            return i
     if markers.is_summary(msg):
+        # A tail message the summary was merged into: its own text comes first.
+        text = m.text(msg)
+        for i in range(low + 1, high):
+            own = m.text(originals[i])
+            if (
+                i not in used
+                and m.role(originals[i]) == m.role(msg)
+                and own.strip()
+                and text.startswith(own)
+                and len(text) > len(own)
+            ):
+                return i
         return None
     # Otherwise only the message at the same offset from the previous anchor.
-    offset = k - (prev_k if prev_k is not None else -1)
-    i = low + offset
-    return i if i in candidates else None
+    i = low + (k - (prev_k if prev_k is not None else -1))
+    if low < i < high and i not in used and m.role(originals[i]) == m.role(msg):
+        return i
+    return None
 
 
 def merged_summary(msg: Message, original: Message) -> str | None:

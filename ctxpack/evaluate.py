@@ -1,0 +1,428 @@
+"""What a compaction kept: the key facts of the turns it replaced, found again
+(or not) anywhere in the compacted transcript, plus structural checks. Pure and
+deterministic, so it can gate CI (`ctxpack eval --min-retention`).
+
+"The region" is every original message that does not reappear unchanged in the
+output (same role, content and tool calls). Facts of messages that survived
+verbatim are kept trivially; the region's facts are the ones at risk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import orjson
+
+from ctxpack import markers
+from ctxpack import messages as m
+from ctxpack.boundaries import latest_user_index
+from ctxpack.errors import UsageError
+from ctxpack.facts import Facts, extract_facts
+from ctxpack.facts_text import collapse, mask_secrets
+from ctxpack.report import ratio
+from ctxpack.summarizer import HEADINGS
+from ctxpack.tokens import TokenCounter
+from ctxpack.toolpairs import calls_of, orphans
+from ctxpack.transcript import Message, Transcript
+
+CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
+OVERALL = "overall"
+SCOPES = ("region", "transcript")
+_PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
+# A quoted user request inside a summary: "> line" (see pipeline._active_request).
+_QUOTE_MARK = re.compile(r"^> ?", re.MULTILINE)
+
+
+class Check(NamedTuple):
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class CategoryRetention:
+    """One category's facts: everything found, what survived, what did not."""
+
+    name: str
+    found: list[str]
+    kept: list[str]
+    missing: list[str]
+
+    @property
+    def retention(self) -> float:
+        """Share kept; 1.0 when there was nothing to keep."""
+        return round(len(self.kept) / len(self.found), 4) if self.found else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "found": len(self.found),
+            "kept": len(self.kept),
+            "retention": self.retention,
+            "missing": list(self.missing),
+        }
+
+
+@dataclass
+class EvalReport:
+    label: str
+    region: list[CategoryRetention]
+    transcript: list[CategoryRetention]
+    checks: list[Check]
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    region_messages: int
+    summary_tokens: int = 0
+    sessions: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return ratio(self.tokens_after, self.tokens_before)
+
+    @property
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def category(self, name: str, *, scope: str = "region") -> CategoryRetention:
+        for item in self.region if scope == "region" else self.transcript:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+    def found(self, key: str, *, scope: str = "region") -> int:
+        rows = self.region if scope == "region" else self.transcript
+        return sum(len(r.found) for r in rows if key in (OVERALL, r.name))
+
+    def kept(self, key: str, *, scope: str = "region") -> int:
+        rows = self.region if scope == "region" else self.transcript
+        return sum(len(r.kept) for r in rows if key in (OVERALL, r.name))
+
+    def retention(self, key: str = OVERALL, *, scope: str = "region") -> float:
+        """Share of `key` (a category, or "overall" for all of them) kept."""
+        found = self.found(key, scope=scope)
+        return round(self.kept(key, scope=scope) / found, 4) if found else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        retention: dict[str, Any] = {}
+        for scope in SCOPES:
+            rows = self.region if scope == "region" else self.transcript
+            block: dict[str, Any] = {r.name: r.to_dict() for r in rows}
+            block[OVERALL] = {
+                "found": self.found(OVERALL, scope=scope),
+                "kept": self.kept(OVERALL, scope=scope),
+                "retention": self.retention(OVERALL, scope=scope),
+            }
+            retention[scope] = block
+        return {
+            "session": self.label,
+            "sessions": self.sessions,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "region_messages": self.region_messages,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "ratio": self.ratio,
+            "summary_tokens": self.summary_tokens,
+            "retention": retention,
+            "checks": [c._asdict() for c in self.checks],
+            "checks_passed": not self.failed_checks,
+            "notes": list(self.notes),
+        }
+
+
+def retention_summary(report: EvalReport) -> dict[str, Any]:
+    """The retention block in short, for embedding in another report."""
+    keys = (*CATEGORIES, OVERALL)
+    return {
+        "region_messages": report.region_messages,
+        "region": {key: report.retention(key) for key in keys},
+        "transcript": {key: report.retention(key, scope="transcript") for key in keys},
+        "found": {key: report.found(key) for key in keys},
+        "missing": {key: report.found(key) - report.kept(key) for key in keys},
+        "failed_checks": [c.name for c in report.failed_checks],
+    }
+
+
+# ---- evaluation ----------------------------------------------------------
+
+
+def evaluate(
+    original: list[Message], compacted: list[Message], *, counter: TokenCounter
+) -> EvalReport:
+    """Compare one session before and after compaction."""
+    survivors = {_key(msg) for msg in compacted}
+    region = [msg for msg in original if _key(msg) not in survivors]
+    haystack = collapse("\n".join(visible_texts(compacted)))
+    summaries = _summaries(compacted, {_key(msg) for msg in original})
+    summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
+    return EvalReport(
+        label="",
+        region=_retention(extract_facts(region), haystack),
+        transcript=_retention(extract_facts(original), haystack),
+        checks=[
+            _orphan_check(original, compacted),
+            _latest_user_check(original, compacted, haystack),
+            *_summary_checks(summaries),
+        ],
+        tokens_before=counter.messages(original),
+        tokens_after=counter.messages(compacted),
+        messages_before=len(original),
+        messages_after=len(compacted),
+        region_messages=len(region),
+        summary_tokens=summary_tokens,
+    )
+
+
+def evaluate_transcripts(
+    original: Transcript, compacted: Transcript, *, counter: TokenCounter
+) -> list[EvalReport]:
+    """One report per session, the sessions paired by position."""
+    if len(original.sessions) != len(compacted.sessions):
+        raise UsageError(
+            f"{original.path} has {len(original.sessions)} session(s) but {compacted.path} has "
+            f"{len(compacted.sessions)}; sessions are compared by position"
+        )
+    reports = []
+    for number, (before, after) in enumerate(
+        zip(original.sessions, compacted.sessions, strict=True)
+    ):
+        report = evaluate(before.messages, after.messages, counter=counter)
+        report.label = before.label or f"#{number}"
+        reports.append(report)
+    return reports
+
+
+def combine(reports: list[EvalReport], *, label: str = "all") -> EvalReport:
+    """Many sessions as one: facts and tokens summed, a check failed if it failed anywhere."""
+    if len(reports) == 1:
+        return reports[0]
+    checks: dict[str, list[tuple[str, Check]]] = {}
+    for report in reports:
+        for check in report.checks:
+            checks.setdefault(check.name, []).append((report.label, check))
+    return EvalReport(
+        label=label,
+        region=_merge([r.region for r in reports]),
+        transcript=_merge([r.transcript for r in reports]),
+        checks=[_merge_check(name, results) for name, results in checks.items()],
+        tokens_before=sum(r.tokens_before for r in reports),
+        tokens_after=sum(r.tokens_after for r in reports),
+        messages_before=sum(r.messages_before for r in reports),
+        messages_after=sum(r.messages_after for r in reports),
+        region_messages=sum(r.region_messages for r in reports),
+        summary_tokens=sum(r.summary_tokens for r in reports),
+        sessions=sum(r.sessions for r in reports),
+    )
+
+
+def visible_texts(messages: list[Message]) -> Iterator[str]:
+    """What the model reads: message text and tool-call arguments, raw and decoded."""
+    for index, msg in enumerate(messages):
+        yield m.text(msg)
+        for use in calls_of(msg, index):
+            yield use.arguments
+            # Decoded strings too: a multi-line command is escaped in the raw JSON.
+            yield from _strings(use.args())
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _key(msg: Message) -> bytes:
+    parts = [m.role(msg), msg.get("content"), msg.get("tool_calls")]
+    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)
+
+
+def _retention(facts: Facts, haystack: str) -> list[CategoryRetention]:
+    rows = []
+    for name, items in facts.categories():
+        kept = [item for item in items if _survives(item, haystack)]
+        missing = [item for item in items if not _survives(item, haystack)]
+        rows.append(CategoryRetention(name, list(items), kept, missing))
+    return rows
+
+
+def _survives(item: str, haystack: str) -> bool:
+    # The preserved-facts section masks credentials on purpose; that still counts.
+    return collapse(item) in haystack or collapse(mask_secrets(item)) in haystack
+
+
+def _merge(groups: list[list[CategoryRetention]]) -> list[CategoryRetention]:
+    return [
+        CategoryRetention(
+            name,
+            [x for rows in groups for r in rows if r.name == name for x in r.found],
+            [x for rows in groups for r in rows if r.name == name for x in r.kept],
+            [x for rows in groups for r in rows if r.name == name for x in r.missing],
+        )
+        for name in CATEGORIES
+    ]
+
+
+def _merge_check(name: str, results: list[tuple[str, Check]]) -> Check:
+    failed = [(label, c) for label, c in results if not c.passed]
+    if not failed:
+        return Check(name, True, f"passed in all {len(results)} sessions")
+    shown = "; ".join(f"{label}: {c.detail}" for label, c in failed[:3])
+    more = f"; … {len(failed) - 3} more" if len(failed) > 3 else ""
+    return Check(name, False, f"failed in {len(failed)} of {len(results)} sessions ({shown}{more})")
+
+
+# ---- checks --------------------------------------------------------------
+
+
+def _orphan_check(original: list[Message], compacted: list[Message]) -> Check:
+    """Orphans the compaction introduced; ones the input already had are only noted."""
+    results, calls = orphans(compacted)
+    old_results, old_calls = orphans(original)
+    old_result_ids = {m.result_call_id(original[i]) for i in old_results}
+    new_results = [i for i in results if m.result_call_id(compacted[i]) not in old_result_ids]
+    new_calls = [c for c in calls if c not in set(old_calls)]
+    inherited = len(results) - len(new_results) + len(calls) - len(new_calls)
+    also = f" ({inherited} already in the original)" if inherited else ""
+    if new_results or new_calls:
+        detail = (
+            f"{len(new_results)} result(s) without a call, "
+            f"{len(new_calls)} call(s) without a result{also}"
+        )
+        return Check("no_orphan_tool_pairs", False, detail)
+    return Check("no_orphan_tool_pairs", True, f"every call and result pairs up{also}")
+
+
+def _latest_user_check(original: list[Message], compacted: list[Message], haystack: str) -> Check:
+    name = "latest_user_message_kept"
+    index = latest_user_index(original)
+    if index is None:
+        return Check(name, True, "the original has no user message")
+    latest = original[index]
+    if any(_key(msg) == _key(latest) for msg in compacted):
+        return Check(name, True, f"message #{index} kept as it was")
+    text = m.text(latest)
+    ask = collapse(text)
+    if not ask:
+        return Check(name, False, f"message #{index} (no text) is gone")
+    if ask in haystack:
+        return Check(name, True, f"message #{index} found verbatim")
+    unquoted = collapse(_QUOTE_MARK.sub("", "\n".join(visible_texts(compacted))))
+    if collapse(_QUOTE_MARK.sub("", text)) in unquoted:
+        return Check(name, True, f"message #{index} quoted verbatim")
+    return Check(name, False, f"message #{index} is not in the compacted text: {_clip(ask)!r}")
+
+
+def _summaries(compacted: list[Message], original_keys: set[bytes]) -> list[Message]:
+    """Summary messages the compaction wrote (not ones carried over unchanged)."""
+    found = []
+    for msg in compacted:
+        if _key(msg) in original_keys:
+            continue
+        body = m.text(msg)
+        headings = sum(1 for h in HEADINGS if _has_heading(body, h))
+        if markers.is_summary(msg) or markers.SUMMARY_END in body or headings * 2 >= len(HEADINGS):
+            found.append(msg)
+    return found
+
+
+def _summary_checks(summaries: list[Message]) -> list[Check]:
+    if not summaries:
+        none = "no summary in the compacted transcript"
+        return [Check("summary_headings", True, none), Check("reference_prefix", True, none)]
+    lacking: list[str] = []
+    unprefixed = 0
+    for msg in summaries:
+        body = m.text(msg)
+        lacking.extend(h for h in HEADINGS if not _has_heading(body, h) and h not in lacking)
+        unprefixed += _PREFIX_HEAD not in body
+    headings = (
+        Check("summary_headings", False, "missing: " + ", ".join(f"## {h}" for h in lacking))
+        if lacking
+        else Check("summary_headings", True, f"all {len(HEADINGS)} template headings present")
+    )
+    prefix = (
+        Check("reference_prefix", False, f"{unprefixed} summary message(s) without the prefix")
+        if unprefixed
+        else Check("reference_prefix", True, "the reference-only prefix opens the summary")
+    )
+    return [headings, prefix]
+
+
+def _has_heading(body: str, heading: str) -> bool:
+    return re.search(rf"^##\s+{re.escape(heading)}\s*$", body, re.MULTILINE) is not None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---- the gate ------------------------------------------------------------
+
+
+def parse_min_retention(text: str) -> dict[str, float]:
+    """ "0.9" -> {"overall": 0.9}; "paths=1,commands=0.9" -> per category."""
+    thresholds: dict[str, float] = {}
+    spec = text.strip()
+    if not spec:
+        raise UsageError("--min-retention needs a value, e.g. 0.9 or paths=1.0,commands=0.9")
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            key, value = OVERALL, part
+        key = key.strip().lower()
+        if key not in (*CATEGORIES, OVERALL):
+            raise UsageError(
+                f"--min-retention: unknown category {key!r}; known: "
+                f"{', '.join((*CATEGORIES, OVERALL))}"
+            )
+        if key in thresholds:
+            raise UsageError(f"--min-retention: {key} given twice")
+        thresholds[key] = _share(value)
+    return thresholds
+
+
+def _share(value: str) -> float:
+    text = value.strip()
+    percent = text.endswith("%")
+    try:
+        number = float(text.removesuffix("%"))
+    except ValueError:
+        raise UsageError(f"--min-retention: {value.strip()!r} is not a number") from None
+    if percent:
+        number /= 100
+    if not 0.0 <= number <= 1.0:
+        raise UsageError(
+            f"--min-retention: {value.strip()} is outside 0..1 (write 0.9 or 90%, not 90)"
+        )
+    return number
+
+
+def gate(reports: list[EvalReport], thresholds: dict[str, float]) -> list[str]:
+    """Why the reports fail the gate (empty: they pass). Retention is judged over
+    all reports together; a failed check in any report fails too."""
+    failures: list[str] = []
+    whole = combine(reports) if reports else None
+    for key, minimum in thresholds.items():
+        if whole is None or not whole.found(key):
+            continue
+        found, kept = whole.found(key), whole.kept(key)
+        # Unrounded: 19,999 of 20,000 must not pass a gate of 1.0.
+        if kept / found < minimum:
+            failures.append(
+                f"{key} retention {kept / found:.1%} ({kept} of {found}) is below {minimum:.1%}"
+            )
+    for report in reports:
+        for check in report.failed_checks:
+            where = f"{report.label}: " if report.label else ""
+            failures.append(f"{where}{check.name} failed: {check.detail}")
+    return failures
