@@ -183,7 +183,11 @@ def budget_from(resolved: Resolved) -> budget.Budget:
         ("target_ratio", 0 < resolved["target_ratio"] < 1, "between 0 and 1"),
         ("protect_first", resolved["protect_first"] >= 0, "0 or more"),
         ("protect_last", resolved["protect_last"] >= 0, "0 or more"),
-        ("tail_tokens", resolved["tail_tokens"] is None or resolved["tail_tokens"] > 0, "positive"),
+        (
+            "tail_tokens",
+            resolved["tail_tokens"] is None or resolved["tail_tokens"] >= 0,
+            "0 or more",
+        ),
     )
     for name, ok, wanted in checks:
         if not ok:

@@ -21,7 +21,7 @@ from ctxpack import messages as m
 from ctxpack.boundaries import latest_user_index
 from ctxpack.errors import UsageError
 from ctxpack.facts import Facts, extract_facts
-from ctxpack.facts_text import collapse, mask_secrets
+from ctxpack.facts_text import collapse, dedupe, mask_secrets
 from ctxpack.report import ratio
 from ctxpack.summarizer import HEADINGS
 from ctxpack.tokens import TokenCounter
@@ -151,10 +151,37 @@ def retention_summary(report: EvalReport) -> dict[str, Any]:
 # ---- evaluation ----------------------------------------------------------
 
 
+class FactCache:
+    """Facts per distinct message, shared across sessions (system prompts repeat)."""
+
+    def __init__(self) -> None:
+        self._facts: dict[bytes, Facts] = {}
+
+    def of(self, messages: list[Message]) -> Facts:
+        # Extraction is per message, so merging per-message facts in order
+        # gives what extract_facts(messages) gives.
+        parts = [self._one(msg) for msg in messages]
+        return Facts(
+            **{name: dedupe(x for p in parts for x in getattr(p, name)) for name in CATEGORIES}
+        )
+
+    def _one(self, msg: Message) -> Facts:
+        key = orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str)
+        hit = self._facts.get(key)
+        if hit is None:
+            hit = self._facts[key] = extract_facts([msg])
+        return hit
+
+
 def evaluate(
-    original: list[Message], compacted: list[Message], *, counter: TokenCounter
+    original: list[Message],
+    compacted: list[Message],
+    *,
+    counter: TokenCounter,
+    cache: FactCache | None = None,
 ) -> EvalReport:
     """Compare one session before and after compaction."""
+    cache = cache or FactCache()
     survivors = {_key(msg) for msg in compacted}
     region = [msg for msg in original if _key(msg) not in survivors]
     haystack = collapse("\n".join(visible_texts(compacted)))
@@ -162,8 +189,8 @@ def evaluate(
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
-        region=_retention(extract_facts(region), haystack),
-        transcript=_retention(extract_facts(original), haystack),
+        region=_retention(cache.of(region), haystack),
+        transcript=_retention(cache.of(original), haystack),
         checks=[
             _orphan_check(original, compacted),
             _latest_user_check(original, compacted, haystack),
@@ -188,10 +215,11 @@ def evaluate_transcripts(
             f"{len(compacted.sessions)}; sessions are compared by position"
         )
     reports = []
+    cache = FactCache()
     for number, (before, after) in enumerate(
         zip(original.sessions, compacted.sessions, strict=True)
     ):
-        report = evaluate(before.messages, after.messages, counter=counter)
+        report = evaluate(before.messages, after.messages, counter=counter, cache=cache)
         report.label = before.label or f"#{number}"
         reports.append(report)
     return reports

@@ -109,6 +109,8 @@ _LOCATION_SUFFIX = re.compile(r"(?::\d+)+$")
 # A pytest node id names its file first: tests/test_x.py::TestY::test_z
 _NODE_ID = re.compile(r"^([^:\s]+\.[A-Za-z]\w*)::\S+$")
 _PRODUCT_JS = re.compile(r"^[A-Z][A-Za-z0-9]*\.js$")  # Node.js, Vue.js: names, not files
+# Every path holds a separator or a ".ext"; most words of prose hold neither.
+_PATHISH = re.compile(r"[/\\]|\.[A-Za-z]")
 _PATH_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.")
 _STRIP_LEAD = "([{\"'`"
 _STRIP_TRAIL = ".,;:!?)]}\"'`"
@@ -225,6 +227,8 @@ def paths_in_text(text: str) -> list[str]:
             found.append((mt.start(), candidate))
             text = _blank(text, mt.start(), mt.end())
     for mt in re.finditer(r"\S+", text):
+        if not _PATHISH.search(mt.group(0)):
+            continue
         candidate = clean_path(mt.group(0))
         if looks_like_path(candidate):
             found.append((mt.start(), candidate))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
+from ctxpack.errors import InputError
 from ctxpack.formats import ReadOptions
 from ctxpack.tokens import TokenCounter
 from tests.conftest import FIXTURES
@@ -22,6 +23,7 @@ from tests.test_formats_support import (
     mutated,
     normal,
     summaries,
+    summary_message,
     updated,
 )
 
@@ -311,3 +313,36 @@ def test_any_stage_edit_reads_back_as_written(seed: int, which: Path) -> None:
     back = formats.read(out, path="out.jsonl").sessions[0].messages
     assert normal(back) == normal(new)
     assert toolpairs.orphans(back) == ([], [])
+
+
+def test_a_summary_merged_into_a_tail_message_gets_its_own_line() -> None:
+    transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
+    session = transcript.sessions[0]
+    msgs = session.messages
+    k = next(
+        i for i in range(len(msgs) - 12, len(msgs)) if m.tool_calls(msgs[i]) and msgs[i]["content"]
+    )
+    summary = summary_message()["content"]
+    call = m.tool_calls(msgs[k])[0]
+    shrunk = {**call, "function": {**call["function"], "arguments": '{"command":"pytest"}'}}
+    merged = {**msgs[k], "content": f"{msgs[k]['content']}\n\n{summary}", "tool_calls": [shrunk]}
+    out = formats.write(
+        transcript.with_sessions([session.with_messages([msgs[0], merged, *msgs[k + 1 :]])])
+    )
+    chain = _chain(_lines(out))
+    assert chain[1]["isCompactSummary"] and chain[1]["message"]["content"] == summary
+    back = formats.read(out, path="out.jsonl").sessions[0].messages
+    assert back[2]["content"] == msgs[k]["content"]
+    assert m.tool_calls(back[2]) == [shrunk]
+
+
+def test_malformed_lines_name_the_line_or_are_skipped_untouched() -> None:
+    lines = OPUS.read_bytes().split(b"\n")
+    data = b"\n".join([*lines[:3], b'{"type": "user", oops', *lines[3:]])
+    with pytest.raises(InputError) as info:
+        _read(data)
+    assert info.value.line == 4
+    transcript = _read(data, skip_invalid=True)
+    assert transcript.skipped_lines == 1
+    assert len(transcript.sessions[0].messages) == 6
+    assert formats.write(transcript) == data

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ctxpack import formats, toolpairs
+from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.errors import UsageError
@@ -135,3 +135,38 @@ def test_convert_command_writes_the_target_format(tmp_path: Path) -> None:
     assert len(msgs) == len(json.loads(source.read_bytes())["history"])
     refused = CliRunner().invoke(app, ["convert", str(source), "--to", "swe-agent"])
     assert refused.exit_code == 2
+
+
+def test_a_summary_converted_to_claude_code_or_codex_uses_their_markers() -> None:
+    summary = {
+        "role": "user",
+        "content": f"{markers.SUMMARY_PREFIX}\n\nFixed the parser.\n{markers.SUMMARY_END}",
+    }
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": '{"cmd":"ls"}'},
+    }
+    msgs = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Fix the parser."},
+        summary,
+        {"role": "assistant", "content": "Checking.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "parser.py"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    transcript = formats.read(b"".join(json.dumps(x).encode() + b"\n" for x in msgs), path="x")
+    claude = formats.convert(transcript, "claude-code")
+    objs = [json.loads(line) for line in claude.splitlines()]
+    by_uuid = {o["uuid"]: o for o in objs}
+    chain = [objs[-1]]
+    while chain[-1]["parentUuid"] is not None:
+        chain.append(by_uuid[chain[-1]["parentUuid"]])
+    assert chain[-1]["subtype"] == "compact_boundary" and chain[-2]["isCompactSummary"]
+    assert formats.read(claude, path="c").sessions[0].messages[0]["content"] == summary["content"]
+    codex = formats.convert(transcript, "codex")
+    kinds = [json.loads(line)["type"] for line in codex.splitlines()]
+    assert kinds[:3] == ["session_meta", "compacted", "event_msg"]
+    back = formats.read(codex, path="x").sessions[0].messages
+    assert [m.role(x) for x in back] == ["system", "user", "user", "assistant", "tool", "assistant"]
+    assert back[2]["content"] == summary["content"]

@@ -9,8 +9,8 @@ from rich.table import Table
 
 from ctxpack.boundaries import AlignPlan, plan_boundaries
 from ctxpack.budget import Budget
+from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
-    EncodingOpt,
     EstimateOpt,
     FromOpt,
     InputArg,
@@ -22,22 +22,8 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.options import (
-    DEFAULT_CONTEXT_LENGTH,
-    DEFAULT_PROTECT_FIRST,
-    DEFAULT_PROTECT_LAST,
-    DEFAULT_TARGET_RATIO,
-    DEFAULT_THRESHOLD,
-    ContextLength,
-    ProtectFirst,
-    ProtectLast,
-    TailTokens,
-    TargetRatio,
-    Threshold,
-    budget_from_options,
-)
 from ctxpack.cli.render import console
-from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
+from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Transcript
 
 MAX_SESSION_ROWS = 20
@@ -60,29 +46,24 @@ EPILOG = (
 def align(
     path: InputArg,
     json_out: JsonOpt = False,
-    context_length: ContextLength = DEFAULT_CONTEXT_LENGTH,
-    threshold: Threshold = DEFAULT_THRESHOLD,
-    target_ratio: TargetRatio = DEFAULT_TARGET_RATIO,
-    tail_tokens: TailTokens = None,
-    protect_first: ProtectFirst = DEFAULT_PROTECT_FIRST,
-    protect_last: ProtectLast = DEFAULT_PROTECT_LAST,
-    encoding: EncodingOpt = DEFAULT_ENCODING,
+    context_length: opts.ContextLength = None,
+    threshold: opts.Threshold = None,
+    target_ratio: opts.TargetRatio = None,
+    tail_tokens: opts.TailTokens = None,
+    protect_first: opts.ProtectFirst = None,
+    protect_last: opts.ProtectLast = None,
+    encoding: opts.Encoding = None,
     estimate: EstimateOpt = False,
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    config_file: opts.ConfigFile = None,
 ) -> None:
     """Plan the head, middle and tail of each session (stage 2); change nothing."""
     with reported():
-        budget = budget_from_options(
-            context_length=context_length,
-            threshold=threshold,
-            target_ratio=target_ratio,
-            tail_tokens=tail_tokens,
-            protect_first=protect_first,
-            protect_last=protect_last,
-        )
-        counter = TokenCounter(encoding=encoding, estimate=estimate)
+        resolved = opts.resolve(dict(locals()), config_file)
+        budget = opts.budget(resolved)
+        counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
         transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
         plans = [
             (

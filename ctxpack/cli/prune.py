@@ -9,8 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ctxpack import files, formats
+from ctxpack.batch import archive_result
+from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
-    EncodingOpt,
     EstimateOpt,
     FromOpt,
     InputArg,
@@ -22,21 +23,6 @@ from ctxpack.cli.app import (
     load,
     print_json,
     reported,
-)
-from ctxpack.cli.options import (
-    DEFAULT_CONTEXT_LENGTH,
-    DEFAULT_PROTECT_FIRST,
-    DEFAULT_PROTECT_LAST,
-    DEFAULT_TARGET_RATIO,
-    DEFAULT_THRESHOLD,
-    ContextLength,
-    MinSavings,
-    ProtectFirst,
-    ProtectLast,
-    TailTokens,
-    TargetRatio,
-    Threshold,
-    budget_from_options,
 )
 from ctxpack.cli.render import console
 from ctxpack.errors import UsageError
@@ -50,7 +36,7 @@ from ctxpack.prune import (
     prune_transcript,
     totals,
 )
-from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
+from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Transcript
 
 EXAMPLES = """Examples:
@@ -84,18 +70,21 @@ def prune(
             help="Print the plan and totals as JSON on stdout (the transcript goes to -o).",
         ),
     ] = False,
-    context_length: ContextLength = DEFAULT_CONTEXT_LENGTH,
-    threshold: Threshold = DEFAULT_THRESHOLD,
-    target_ratio: TargetRatio = DEFAULT_TARGET_RATIO,
-    tail_tokens: TailTokens = None,
-    protect_first: ProtectFirst = DEFAULT_PROTECT_FIRST,
-    protect_last: ProtectLast = DEFAULT_PROTECT_LAST,
-    min_savings: MinSavings = 0,
-    encoding: EncodingOpt = DEFAULT_ENCODING,
+    context_length: opts.ContextLength = None,
+    threshold: opts.Threshold = None,
+    target_ratio: opts.TargetRatio = None,
+    tail_tokens: opts.TailTokens = None,
+    protect_first: opts.ProtectFirst = None,
+    protect_last: opts.ProtectLast = None,
+    min_savings: opts.MinSavings = None,
+    encoding: opts.Encoding = None,
     estimate: EstimateOpt = False,
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    archive: opts.Archive = None,
+    no_archive: opts.NoArchive = False,
+    config_file: opts.ConfigFile = None,
 ) -> None:
     """Replace old tool output with one-line digests, collapse repeated output and
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
@@ -103,17 +92,10 @@ def prune(
     with reported():
         if json_out and output == files.STDIO:
             raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
-        counter = TokenCounter(encoding=encoding, estimate=estimate)
+        resolved = opts.resolve(dict(locals()), config_file)
+        counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
         transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
-        budget = budget_from_options(
-            context_length=context_length,
-            threshold=threshold,
-            target_ratio=target_ratio,
-            tail_tokens=tail_tokens,
-            protect_first=protect_first,
-            protect_last=protect_last,
-        )
-        settings = PruneSettings(budget=budget, min_savings=min_savings)
+        settings = PruneSettings(budget=opts.budget(resolved), min_savings=resolved["min_savings"])
         pruned, results = prune_transcript(transcript, counter=counter, settings=settings)
         if json_out:
             print_json(plan_json(transcript, results, dry_run=dry_run))
@@ -121,7 +103,19 @@ def prune(
             render_plan(transcript, results)
         if dry_run or (json_out and output is None):
             return
-        target = emit(formats.write(pruned), source=path, output=output)
+        data = formats.write(pruned)
+        if not no_archive:
+            report = {"command": "prune", **totals(results)}
+            archive_result(
+                [],
+                archive_path=archive,
+                original=transcript,
+                result=pruned,
+                output_bytes=data,
+                settings={"min_savings": settings.min_savings, **vars(settings.budget)},
+                report=report,
+            )
+        target = emit(data, source=path, output=output)
         summary_line(transcript, results, target)
 
 

@@ -10,6 +10,7 @@ import typer
 
 from ctxpack import files, formats
 from ctxpack.alignplan import plans_from_json
+from ctxpack.batch import archive_result, settings_record
 from ctxpack.boundaries import plan_boundaries
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
@@ -114,6 +115,16 @@ def _run(args: dict[str, Any], *, require_previous: bool) -> None:
         require_previous=require_previous,
     )
     data = formats.write(result, fmt=args["to"])
+    if not args["no_archive"]:
+        archive_result(
+            report.sessions,
+            archive_path=args["archive"],
+            original=transcript,
+            result=result,
+            output_bytes=data,
+            settings=settings_record(settings),
+            report=report.to_dict(),
+        )
     report.output = emit(data, source=args["path"], output=args["output"])
     compress_report(report)
     if args["report_file"]:
@@ -175,6 +186,8 @@ def summarize(
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    archive: opts.Archive = None,
+    no_archive: opts.NoArchive = False,
     config_file: opts.ConfigFile = None,
 ) -> None:
     """Summarize the middle of each session into one reference record (stages 2-4).
@@ -215,6 +228,8 @@ def update(
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    archive: opts.Archive = None,
+    no_archive: opts.NoArchive = False,
     config_file: opts.ConfigFile = None,
 ) -> None:
     """Fold the turns after an earlier summary into it (stage 4).

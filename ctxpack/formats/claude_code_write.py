@@ -90,7 +90,9 @@ class SessionWriter:
         self.seed = f"{last}/{number}"
         self.counter = 0
         self.taken = {
-            str(obj["uuid"]) for obj in doc.objs if obj is not None and isinstance(obj.get("uuid"), str)
+            str(obj["uuid"])
+            for obj in doc.objs
+            if obj is not None and isinstance(obj.get("uuid"), str)
         }
         self.stamp = stamp
         self.state: dict[int, Obj | None] = {}
@@ -198,8 +200,10 @@ class SessionWriter:
         out = {**obj, "message": {**obj["message"], "content": new}}
         changed = [f for o, _ in derived if (f := fate[id(o)]) is not None and f is not o]
         results = [f for f in changed if m.role(f) == "tool"]
-        if results and "toolUseResult" in obj:
-            out["toolUseResult"] = m.text(results[0])
+        for key in ("toolUseResult", "tool_use_result"):
+            # The structured copy of the output must not outlive its pruning.
+            if results and key in obj:
+                out[key] = m.text(results[0])
         return out
 
     def _emissions(self, msg: Message, orig: Message | None) -> list[Emission]:

@@ -72,13 +72,18 @@ class Edits:
             self.append.extend(lines)
 
     def apply(self, doc: Lines) -> bytes:
+        cr = b"\r" if doc.raw and doc.raw[0].endswith(b"\r") else b""
+
+        def new(lines: list[bytes]) -> list[bytes]:
+            return [line + cr for line in lines]
+
         out: list[bytes] = []
         for index, line in enumerate(doc.raw):
-            out.extend(self.before.get(index, ()))
+            out.extend(new(self.before.get(index, [])))
             if index not in self.delete:
                 out.append(self.replace.get(index, line))
-            out.extend(self.after.get(index, ()))
-        out.extend(self.append)
+            out.extend(new(self.after.get(index, [])))
+        out.extend(new(self.append))
         final = doc.final_newline or not doc.raw
         return (BOM if doc.bom else b"") + join_lines(out, final_newline=final)
 

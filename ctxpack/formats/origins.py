@@ -140,7 +140,12 @@ def pairs(session: Session) -> list[tuple[Message, Message | None]]:
     for msg, orig in zip(session.messages, res.origin, strict=True):
         summary = merged_summary(msg, orig) if orig is not None and msg is not orig else None
         if orig is not None and summary is not None:
-            items += [({"role": "user", "content": summary}, None), (orig, orig)]
+            # The message keeps any other edit a stage made; only its text returns.
+            own = {**msg, "content": orig.get("content")}
+            items += [
+                ({"role": "user", "content": summary}, None),
+                (own if own != orig else orig, orig),
+            ]
         else:
             items.append((msg, orig))
     return items
