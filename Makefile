@@ -2,23 +2,28 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_INPUT := fixtures/claude-code/openagents__regex-log__opus-raw.jsonl
+DEMO_INPUT := fixtures/claude-code/openagents__regex-log__haiku-testgen-v2.jsonl
+DEMO_OUT := demo
 
 .PHONY: install demo test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q --upgrade pip > /dev/null 2>&1 || true
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@echo "installing ctxpack and its dev tools into $(VENV) ..."
+	@$(BIN)/python -m pip install -q -e '.[dev]' > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/ctxpack compress --force --offline $(DEMO_INPUT) -o /tmp/ctxpack-demo.jsonl
-	@echo "compacted transcript: /tmp/ctxpack-demo.jsonl"
+	@mkdir -p $(DEMO_OUT)
+	$(BIN)/ctxpack compress --force --offline $(DEMO_INPUT) -o $(DEMO_OUT)/session.ctxpack.jsonl --archive $(DEMO_OUT)/archive.db --report $(DEMO_OUT)/report.json
+	$(BIN)/ctxpack restore $(DEMO_OUT)/session.ctxpack.jsonl -o $(DEMO_OUT)/session.restored.jsonl --archive $(DEMO_OUT)/archive.db
+	@cmp -s $(DEMO_INPUT) $(DEMO_OUT)/session.restored.jsonl && echo "restore: byte-identical to the original"
+	@echo "compacted transcript: $(DEMO_OUT)/session.ctxpack.jsonl (report: $(DEMO_OUT)/report.json)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check ctxpack tests
@@ -36,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache .hypothesis

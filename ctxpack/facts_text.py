@@ -25,7 +25,8 @@ _UNITS = (
     r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"
 )
 _NUMBER_UNIT_RE = re.compile(rf"(?<![\w.$])\d+(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%])")
-_MONEY_RE = re.compile(r"(?<![\w])[$€£]\d[\d,]*(?:\.\d+)?(?![\w])")
+# Thousands groups only: "$1,000," ends a clause, the comma is not part of it.
+_MONEY_RE = re.compile(r"(?<![\w])[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 # "the 1990s" is a decade, not thirty seconds.
 _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
@@ -108,6 +109,7 @@ _EXT_RE = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
 _LOCATION_SUFFIX = re.compile(r"(?::\d+)+$")
 # A pytest node id names its file first: tests/test_x.py::TestY::test_z
 _NODE_ID = re.compile(r"^([^:\s]+\.[A-Za-z]\w*)::\S+$")
+_INITIALS = re.compile(r"^[A-Z]\.[A-Z]$")  # "George R.R. Martin"
 _PRODUCT_JS = re.compile(r"^[A-Z][A-Za-z0-9]*\.js$")  # Node.js, Vue.js: names, not files
 # Every path holds a separator or a ".ext"; most words of prose hold neither.
 _PATHISH = re.compile(r"[/\\]|\.[A-Za-z]")
@@ -196,6 +198,8 @@ def looks_like_path(token: str, *, spaces: bool = False) -> bool:
     if len(segments) == 1:
         name = segments[0]
         if ext is None or ext.group(1).lower() not in _KNOWN_EXT or _PRODUCT_JS.match(name):
+            return False
+        if _INITIALS.match(name):
             return False
         return any(c.isalpha() for c in name[: ext.start()]) and "@" not in name
     if ext is not None and any(c.isalpha() for c in segments[0] + segments[-1][: ext.start()]):

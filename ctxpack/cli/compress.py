@@ -22,7 +22,7 @@ from ctxpack.cli.app import (
     app,
     reported,
 )
-from ctxpack.cli.render import batch_totals, compress_report, console, error, key_values
+from ctxpack.cli.render import batch_totals, compress_report, console, error, settings_table
 from ctxpack.errors import UsageError
 from ctxpack.formats import ReadOptions
 from ctxpack.pipeline import CompressSettings
@@ -301,13 +301,10 @@ def show_config(
                 + b"\n"
             )
             return
-        key_values(
+        settings_table(
             f"config file: {resolved.config_file or 'none'}",
             [
-                (
-                    s.name,
-                    f"{config.display_value(s, resolved[s.name])}   ({resolved.sources[s.name]})",
-                )
+                (s.name, config.display_value(s, resolved[s.name]), resolved.sources[s.name])
                 for s in config.SETTINGS
             ],
         )

@@ -234,3 +234,13 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
         style="bold",
     )
     console.print(table)
+
+
+def settings_table(title: str, rows: list[tuple[str, str, str]]) -> None:
+    table = Table(title=_escape(title), title_justify="left", show_edge=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    table.add_column("source", style="dim")
+    for name, value, source in rows:
+        table.add_row(name, _escape(value), _escape(source))
+    console.print(table)
