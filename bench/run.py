@@ -31,9 +31,10 @@ OUT = ROOT / "bench" / "out"
 CTXPACK = [sys.executable, "-m", "ctxpack"]
 
 BASELINE = r"""
-import sys, orjson, tiktoken
+import sys, orjson
 from ctxpack.tokens import get_encoding
 enc = None if sys.argv[2] == "parse" else get_encoding("o200k_base")
+TEXT = {"text", "input_text", "output_text", "tool_output", "refusal"}
 total = 0
 with open(sys.argv[1], "rb") as fh:
     for line in fh:
@@ -44,8 +45,16 @@ with open(sys.argv[1], "rb") as fh:
         c = msg.get("content")
         if isinstance(c, str):
             texts.append(c)
+        elif isinstance(c, list):
+            texts += [p["text"] for p in c if isinstance(p, dict) and p.get("type") in TEXT]
         for call in msg.get("tool_calls") or []:
-            texts.append(call["function"]["name"]); texts.append(call["function"]["arguments"])
+            texts += [call["function"]["name"], call["function"]["arguments"]]
+        fc = msg.get("function_call")
+        if fc:
+            texts += [fc.get("name") or "", fc.get("arguments") or ""]
+        for key in ("reasoning_content", "reasoning", "thinking"):
+            if isinstance(msg.get(key), str):
+                texts.append(msg[key])
         for t in texts:
             total += len(enc.encode_ordinary(t))
 print(total)

@@ -82,3 +82,17 @@ def test_estimate_is_four_chars_per_token() -> None:
     est = TokenCounter(estimate=True)
     assert est.text("abcdefghi") == 3
     assert est.message({"role": "user", "content": "abcd"}) == 1 + MESSAGE_OVERHEAD
+
+
+def test_rank_snapshot_is_verified_and_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tokens, "_loaded", {})
+    first = tokens.get_encoding("cl100k_base").encode_ordinary("snapshot check")
+    snapshots = list((tmp_path / "tiktoken").glob("cl100k_base-*.marshal"))
+    assert len(snapshots) == 1
+    snapshots[0].write_bytes(b"\x00corrupt")
+    monkeypatch.setattr(tokens, "_loaded", {})
+    assert tokens.get_encoding("cl100k_base").encode_ordinary("snapshot check") == first
+    assert snapshots[0].read_bytes() != b"\x00corrupt"
