@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import orjson
@@ -21,7 +21,7 @@ from ctxpack import messages as m
 from ctxpack.boundaries import latest_user_index
 from ctxpack.errors import UsageError
 from ctxpack.facts import Facts, extract_facts
-from ctxpack.facts_text import collapse, dedupe, mask_secrets
+from ctxpack.facts_text import collapse, dedupe, mask_secrets, mentions
 from ctxpack.report import ratio
 from ctxpack.summarizer import HEADINGS
 from ctxpack.tokens import TokenCounter
@@ -78,7 +78,6 @@ class EvalReport:
     region_messages: int
     summary_tokens: int = 0
     sessions: int = 1
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -88,19 +87,17 @@ class EvalReport:
     def failed_checks(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
 
+    def rows(self, scope: str = "region") -> list[CategoryRetention]:
+        return self.region if scope == "region" else self.transcript
+
     def category(self, name: str, *, scope: str = "region") -> CategoryRetention:
-        for item in self.region if scope == "region" else self.transcript:
-            if item.name == name:
-                return item
-        raise KeyError(name)
+        return next(r for r in self.rows(scope) if r.name == name)
 
     def found(self, key: str, *, scope: str = "region") -> int:
-        rows = self.region if scope == "region" else self.transcript
-        return sum(len(r.found) for r in rows if key in (OVERALL, r.name))
+        return sum(len(r.found) for r in self.rows(scope) if key in (OVERALL, r.name))
 
     def kept(self, key: str, *, scope: str = "region") -> int:
-        rows = self.region if scope == "region" else self.transcript
-        return sum(len(r.kept) for r in rows if key in (OVERALL, r.name))
+        return sum(len(r.kept) for r in self.rows(scope) if key in (OVERALL, r.name))
 
     def retention(self, key: str = OVERALL, *, scope: str = "region") -> float:
         """Share of `key` (a category, or "overall" for all of them) kept."""
@@ -110,8 +107,7 @@ class EvalReport:
     def to_dict(self) -> dict[str, Any]:
         retention: dict[str, Any] = {}
         for scope in SCOPES:
-            rows = self.region if scope == "region" else self.transcript
-            block: dict[str, Any] = {r.name: r.to_dict() for r in rows}
+            block: dict[str, Any] = {r.name: r.to_dict() for r in self.rows(scope)}
             block[OVERALL] = {
                 "found": self.found(OVERALL, scope=scope),
                 "kept": self.kept(OVERALL, scope=scope),
@@ -131,7 +127,6 @@ class EvalReport:
             "retention": retention,
             "checks": [c._asdict() for c in self.checks],
             "checks_passed": not self.failed_checks,
-            "notes": list(self.notes),
         }
 
 
@@ -270,7 +265,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _key(msg: Message) -> bytes:
-    parts = [m.role(msg), msg.get("content"), msg.get("tool_calls")]
+    parts = [m.role(msg), msg.get("content"), msg.get("tool_calls"), msg.get("function_call")]
     return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)
 
 
@@ -285,7 +280,7 @@ def _retention(facts: Facts, haystack: str) -> list[CategoryRetention]:
 
 def _survives(item: str, haystack: str) -> bool:
     # The preserved-facts section masks credentials on purpose; that still counts.
-    return collapse(item) in haystack or collapse(mask_secrets(item)) in haystack
+    return mentions(haystack, item) or mentions(haystack, mask_secrets(item))
 
 
 def _merge(groups: list[list[CategoryRetention]]) -> list[CategoryRetention]:

@@ -25,6 +25,7 @@ from ctxpack.facts_text import (
     error_lines,
     identifiers_in,
     mask_secrets,
+    mentions,
     paths_in_arguments,
     paths_in_text,
     result_flagged_error,
@@ -105,7 +106,7 @@ def missing_facts(facts: Facts, text: str) -> Facts:
     haystack = collapse(text)
     return Facts(
         **{
-            name: [item for item in items if collapse(item) not in haystack]
+            name: [item for item in items if not mentions(haystack, item)]
             for name, items in facts.categories()
         }
     )

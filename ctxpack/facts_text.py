@@ -139,6 +139,15 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def mentions(haystack: str, fact: str) -> bool:
+    """`fact` (whitespace-collapsed) stands in the collapsed `haystack` on its own:
+    "/app" inside "/tmp/test/app", or "a.py" inside "a.pyc", is not a mention."""
+    needle = collapse(fact)
+    if not needle or needle not in haystack:
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", haystack) is not None
+
+
 def dedupe(items: Iterable[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.table import Table
-
-from ctxpack.boundaries import AlignPlan, plan_boundaries
-from ctxpack.budget import Budget
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
     EstimateOpt,
@@ -22,9 +17,13 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import console
-from ctxpack.tokens import TokenCounter
-from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.boundaries import AlignPlan
+    from ctxpack.budget import Budget
+    from ctxpack.tokens import TokenCounter
+    from ctxpack.transcript import Transcript
+
 
 MAX_SESSION_ROWS = 20
 
@@ -60,6 +59,9 @@ def align(
     config_file: opts.ConfigFile = None,
 ) -> None:
     """Plan the head, middle and tail of each session (stage 2); change nothing."""
+    from ctxpack.boundaries import plan_boundaries
+    from ctxpack.tokens import TokenCounter
+
     with reported():
         resolved = opts.resolve(dict(locals()), config_file)
         budget = opts.budget(resolved)
@@ -126,6 +128,10 @@ def _render(
     budget: Budget,
     plans: list[tuple[str, AlignPlan]],
 ) -> None:
+    from rich.markup import escape
+
+    from ctxpack.cli.render import console
+
     mode = "estimate (4 chars/token)" if counter.estimate else counter.encoding_name
     header = f"{transcript.path} — {transcript.format}, {len(plans)} session(s), {mode}"
     if transcript.skipped_lines:
@@ -145,6 +151,11 @@ def _render(
 
 
 def _render_plan(label: str, plan: AlignPlan) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ctxpack.cli.render import console
+
     table = Table(title=escape(f"session {label}"), title_justify="left", show_edge=False)
     for column, justify in (
         ("region", "left"),
@@ -187,6 +198,11 @@ def _render_plan(label: str, plan: AlignPlan) -> None:
 
 
 def _render_sessions(plans: list[tuple[str, AlignPlan]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ctxpack.cli.render import console
+
     table = Table(show_edge=False)
     for column in ("session", "head", "middle", "tail", "tokens h/m/t"):
         table.add_column(column, no_wrap=True)

@@ -6,17 +6,19 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import orjson
 import typer
 
-from ctxpack import __version__, formats
+from ctxpack import __version__
 from ctxpack import files as io
-from ctxpack.cli.render import error
 from ctxpack.errors import CtxpackError
-from ctxpack.formats import ReadOptions
-from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.transcript import Transcript
+
+# Command modules import the library inside their functions: `ctxpack --version`
+# and `--help` must not pay for tokenizers, rich or the pipeline.
 
 app = typer.Typer(
     name="ctxpack",
@@ -82,6 +84,8 @@ def _root(
 @contextlib.contextmanager
 def reported() -> Iterator[None]:
     """Translate every ctxpack error into its message and exit code, in one place."""
+    from ctxpack.cli.render import error
+
     try:
         yield
     except CtxpackError as exc:
@@ -93,6 +97,9 @@ def reported() -> Iterator[None]:
 
 
 def load(path: str, *, fmt: str | None, messages_key: str | None, skip_invalid: bool) -> Transcript:
+    from ctxpack import formats
+    from ctxpack.formats import ReadOptions
+
     data = io.read_input(path)
     options = ReadOptions(skip_invalid=skip_invalid, messages_key=messages_key)
     return formats.read(
@@ -114,4 +121,6 @@ def emit(data: bytes, *, source: str, output: str | None) -> str:
 
 
 def print_json(value: object) -> None:
+    import orjson
+
     io.write_stdout(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")

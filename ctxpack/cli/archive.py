@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from ctxpack import files as io
-from ctxpack.archive import Archive, Compaction, parse_age, resolve_path
 from ctxpack.cli.app import InputArg, app, print_json, reported
-from ctxpack.cli.render import console, error, note
 from ctxpack.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ctxpack.archive import Compaction
+
 
 ArchiveOpt = Annotated[
     str | None,
@@ -65,6 +68,9 @@ def restore(
     archive: ArchiveOpt = None,
 ) -> None:
     """Rebuild the original transcript, byte for byte, from a compacted one."""
+    from ctxpack.archive import Archive
+    from ctxpack.cli.render import note
+
     with reported():
         data = io.read_input(path)
         with Archive.open(archive, create=False) as store:
@@ -114,6 +120,8 @@ def show(
     archive: ArchiveOpt = None,
 ) -> None:
     """Print one archived blob (a pruned output, a summarized middle, an original) in full."""
+    from ctxpack.archive import Archive
+
     with reported():
         with Archive.open(archive, create=False) as store:
             data = store.get_blob(ref)
@@ -135,6 +143,9 @@ def log_command(
     archive: ArchiveOpt = None,
 ) -> None:
     """List archived compactions, newest first: time, source, tokens, id, refs."""
+    from ctxpack.archive import Archive, resolve_path
+    from ctxpack.cli.render import console, note
+
     with reported():
         entries: list[Compaction] = []
         if resolve_path(archive).exists():
@@ -150,6 +161,8 @@ def log_command(
 
 def _log_table(entries: list[Compaction]) -> Table:
     # Stacked cells keep the table readable in 80 columns: long paths fold, refs never do.
+    from rich.table import Table
+
     table = Table(
         show_edge=False,
         show_lines=True,
@@ -189,6 +202,9 @@ def check(archive: ArchiveOpt = None) -> None:
 
     Exits 1 and lists the problems if any.
     """
+    from ctxpack.archive import Archive, resolve_path
+    from ctxpack.cli.render import console, error, note
+
     with reported():
         path = resolve_path(archive)
         if not path.exists():
@@ -224,6 +240,9 @@ def gc(
     archive: ArchiveOpt = None,
 ) -> None:
     """Remove old compactions and the blobs nothing references any more."""
+    from ctxpack.archive import Archive, parse_age, resolve_path
+    from ctxpack.cli.render import note
+
     with reported():
         age = parse_age(older_than)
         path = resolve_path(archive)

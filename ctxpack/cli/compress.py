@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxpack import config, files
-from ctxpack.batch import FileJob, FileOutcome, compress_file, discover, run_batch
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
     EstimateOpt,
@@ -22,10 +19,11 @@ from ctxpack.cli.app import (
     app,
     reported,
 )
-from ctxpack.cli.render import batch_totals, compress_report, console, error, settings_table
 from ctxpack.errors import UsageError
-from ctxpack.formats import ReadOptions
-from ctxpack.pipeline import CompressSettings
+
+if TYPE_CHECKING:
+    from ctxpack.batch import FileJob, FileOutcome
+
 
 EXAMPLES = """Examples:
 
@@ -113,6 +111,10 @@ def compress(
 
     Under the threshold a transcript passes through unchanged (exit 0).
     """
+    from ctxpack.batch import FileJob, compress_file, discover
+    from ctxpack.formats import ReadOptions
+    from ctxpack.pipeline import CompressSettings
+
     with reported():
         resolved = opts.resolve(dict(locals()), config_file)
         settings = CompressSettings(
@@ -180,6 +182,11 @@ def _read_text(path: str | None) -> str | None:
 
 
 def _run_with_progress(jobs: list[FileJob], *, workers: int, fail_fast: bool) -> list[FileOutcome]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ctxpack.batch import run_batch
+    from ctxpack.cli.render import console
+
     show = console.is_terminal
     with Progress(
         TextColumn("compressing"),
@@ -201,6 +208,10 @@ def _run_with_progress(jobs: list[FileJob], *, workers: int, fail_fast: bool) ->
 
 
 def _finish(outcomes: list[FileOutcome], *, report_file: str | None, batch: bool) -> None:
+    import orjson
+
+    from ctxpack.cli.render import batch_totals, compress_report, error
+
     failures = [o for o in outcomes if o.error]
     reports = [o.report for o in outcomes if o.report is not None]
     if not batch:
@@ -281,6 +292,10 @@ def show_config(
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON on stdout.")] = False,
 ) -> None:
     """Show the effective settings and where each value came from (flag, env, file, default)."""
+    import orjson
+
+    from ctxpack.cli.render import settings_table
+
     with reported():
         resolved = opts.resolve(dict(locals()), config_file)
         if json_out:

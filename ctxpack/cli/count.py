@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
+from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
-    EncodingOpt,
     EstimateOpt,
     FromOpt,
     JsonOpt,
@@ -18,9 +18,6 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import count_report
-from ctxpack.count import count_transcript
-from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
 
 
 @app.command(
@@ -32,15 +29,21 @@ def count(
         list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE...")
     ],
     json_out: JsonOpt = False,
-    encoding: EncodingOpt = DEFAULT_ENCODING,
+    encoding: opts.Encoding = None,
     estimate: EstimateOpt = False,
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    config_file: opts.ConfigFile = None,
 ) -> None:
     """Count tokens and messages by role and by kind, per session and in total."""
+    from ctxpack.cli.render import count_report
+    from ctxpack.count import count_transcript
+    from ctxpack.tokens import TokenCounter
+
     with reported():
-        counter = TokenCounter(encoding=encoding, estimate=estimate)
+        resolved = opts.resolve({"encoding": encoding}, config_file)
+        counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
         reports = []
         for path in paths:
             transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)

@@ -3,11 +3,9 @@ stdout, and a --min-retention gate for CI (exit 4)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from ctxpack import files
 from ctxpack.cli.app import (
@@ -22,18 +20,15 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import console, note
 from ctxpack.errors import RetentionError, UsageError
-from ctxpack.evaluate import (
-    CATEGORIES,
-    OVERALL,
-    EvalReport,
-    combine,
-    evaluate_transcripts,
-    gate,
-    parse_min_retention,
-)
-from ctxpack.tokens import DEFAULT_ENCODING, TokenCounter
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ctxpack.evaluate import (
+        EvalReport,
+    )
+
 
 EXAMPLES = """Examples:
 
@@ -54,10 +49,16 @@ MISSING_CHARS = 100
 @app.command("eval", epilog=EXAMPLES)
 def eval_(
     original: Annotated[
-        str, typer.Argument(help="The transcript before compaction, or - for stdin.")
+        str,
+        typer.Argument(
+            help="The transcript before compaction, or - for stdin.", metavar="ORIGINAL"
+        ),
     ],
     compacted: Annotated[
-        str, typer.Argument(help="The same transcript after compaction, or - for stdin.")
+        str,
+        typer.Argument(
+            help="The same transcript after compaction, or - for stdin.", metavar="COMPACTED"
+        ),
     ],
     json_out: JsonOpt = False,
     min_retention: Annotated[
@@ -66,10 +67,11 @@ def eval_(
             "--min-retention",
             help="Fail (exit 4) when the compacted turns kept less than this share of their "
             "facts, or when a check fails: 0.9 for all facts, or per category, e.g. "
-            f"paths=1.0,commands=0.9. Categories: {', '.join(CATEGORIES)}, {OVERALL}.",
+            "paths=1.0,commands=0.9. Categories: paths, commands, errors, identifiers, "
+            "urls, values, directives, overall.",
         ),
     ] = None,
-    encoding: EncodingOpt = DEFAULT_ENCODING,
+    encoding: EncodingOpt = "o200k_base",
     estimate: EstimateOpt = False,
     from_: FromOpt = None,
     compacted_from: Annotated[
@@ -84,6 +86,12 @@ def eval_(
     still anywhere in COMPACTED; plus checks (tool pairs, latest user message, summary
     headings and prefix) and the token ratio. Sessions are paired by position; the
     formats may differ (e.g. a SWE-agent .traj compacted to OpenAI JSON)."""
+    from rich.markup import escape
+
+    from ctxpack.cli.render import console, note
+    from ctxpack.evaluate import evaluate_transcripts, gate, parse_min_retention
+    from ctxpack.tokens import TokenCounter
+
     with reported():
         thresholds = parse_min_retention(min_retention) if min_retention is not None else None
         if original == files.STDIO and compacted == files.STDIO:
@@ -115,6 +123,8 @@ def _payload(
     thresholds: dict[str, float] | None,
     failures: list[str],
 ) -> dict[str, Any]:
+    from ctxpack.evaluate import combine
+
     gate_block = (
         None
         if thresholds is None
@@ -130,6 +140,11 @@ def _payload(
 
 
 def _render(original: str, compacted: str, reports: list[EvalReport]) -> None:
+    from rich.markup import escape
+
+    from ctxpack.cli.render import console, note
+    from ctxpack.evaluate import combine
+
     total = combine(reports)
     console.print(f"{escape(original)} → {escape(compacted)}", style="bold", soft_wrap=True)
     note(
@@ -153,6 +168,10 @@ def _render(original: str, compacted: str, reports: list[EvalReport]) -> None:
 
 
 def _retention_table(report: EvalReport) -> Table:
+    from rich.table import Table
+
+    from ctxpack.evaluate import CATEGORIES, OVERALL
+
     table = Table(show_edge=False, title="retention", title_justify="left")
     table.add_column("category")
     table.add_column("found", justify="right")
@@ -180,6 +199,9 @@ def _share(report: EvalReport, key: str) -> str:
 
 
 def _checks_table(report: EvalReport) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(show_edge=False, title="checks", title_justify="left")
     table.add_column("check")
     table.add_column("result")
@@ -191,6 +213,8 @@ def _checks_table(report: EvalReport) -> Table:
 
 
 def _clip(text: str) -> str:
+    from rich.markup import escape
+
     flat = " ".join(text.split())
     flat = flat if len(flat) <= MISSING_CHARS else flat[: MISSING_CHARS - 1] + "…"
     return escape(flat)

@@ -3,13 +3,11 @@ transcript in another format (built from its messages alone)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from ctxpack import files as io
-from ctxpack import formats as registry
 from ctxpack.cli.app import (
     FromOpt,
     JsonOpt,
@@ -21,9 +19,11 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import console, note
 from ctxpack.errors import UsageError
-from ctxpack.formats import ReadOptions
+
+if TYPE_CHECKING:
+    pass
+
 
 SidechainsOpt = Annotated[
     bool,
@@ -37,6 +37,11 @@ SidechainsOpt = Annotated[
 @app.command("formats", epilog="Example:\n\n  ctxpack formats --json")
 def list_formats(json_out: JsonOpt = False) -> None:
     """List the transcript formats ctxpack reads and writes (detection order)."""
+    from rich.table import Table
+
+    from ctxpack import formats as registry
+    from ctxpack.cli.render import console
+
     rows = [
         {
             "name": adapter.name,
@@ -73,6 +78,10 @@ def convert(
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
     """Rewrite a transcript in another format; the format read is detected unless --from."""
+    from ctxpack import formats as registry
+    from ctxpack.cli.render import note
+    from ctxpack.formats import ReadOptions
+
     with reported():
         target = registry.get(to)
         if not target.writable:

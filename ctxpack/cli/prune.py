@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from ctxpack import files, formats
-from ctxpack.batch import archive_result
+from ctxpack import files
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
     EstimateOpt,
@@ -24,20 +21,14 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import console
 from ctxpack.errors import UsageError
-from ctxpack.prune import (
-    ACTIONS,
-    DEDUPE,
-    SHRINK,
-    SUMMARIZE,
-    PruneResult,
-    PruneSettings,
-    prune_transcript,
-    totals,
-)
-from ctxpack.tokens import TokenCounter
-from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.prune import (
+        PruneResult,
+    )
+    from ctxpack.transcript import Transcript
+
 
 EXAMPLES = """Examples:
 
@@ -89,6 +80,11 @@ def prune(
     """Replace old tool output with one-line digests, collapse repeated output and
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
     message count, order, roles and tool-call ids never change."""
+    from ctxpack import formats
+    from ctxpack.batch import archive_result
+    from ctxpack.prune import PruneSettings, prune_transcript, totals
+    from ctxpack.tokens import TokenCounter
+
     with reported():
         if json_out and output == files.STDIO:
             raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
@@ -122,6 +118,8 @@ def prune(
 def plan_json(
     transcript: Transcript, results: list[PruneResult], *, dry_run: bool
 ) -> dict[str, Any]:
+    from ctxpack.prune import totals
+
     sessions = []
     for session, result in zip(transcript.sessions, results, strict=True):
         sessions.append({"label": session.label, **result.to_dict()})
@@ -136,6 +134,11 @@ def plan_json(
 
 
 def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ctxpack.cli.render import console
+
     many = len(results) > 1
     # Narrow terminals get the reason under the tool, so no column is squeezed to nothing.
     wide = console.width >= WIDE_COLUMNS
@@ -174,6 +177,10 @@ def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
 
 
 def summary_line(transcript: Transcript, results: list[PruneResult], target: str) -> None:
+    from rich.markup import escape
+
+    from ctxpack.cli.render import console
+
     text = _totals_text(results)
     gated = sum(1 for r in results if r.rows and not r.applied)
     if gated:
@@ -183,6 +190,8 @@ def summary_line(transcript: Transcript, results: list[PruneResult], target: str
 
 def _totals_text(results: list[PruneResult]) -> str:
     """Totals of what is (or, in a dry run, would be) written: gated sessions count as unchanged."""
+    from ctxpack.prune import ACTIONS, DEDUPE, SHRINK, SUMMARIZE, totals
+
     t = totals(results)
     applied = [row for r in results if r.applied for row in r.rows]
     count = {action: sum(1 for row in applied if row.action == action) for action in ACTIONS}

@@ -16,16 +16,17 @@ MAX_SESSION_ROWS = 20
 MAX_NOTES = 5
 
 
+# Messages never wrap: a path or `file:line:` stays whole for people and for grep.
 def error(text: str) -> None:
-    console.print(f"[bold red]error:[/] {_escape(text)}")
+    console.print(f"[bold red]error:[/] {_escape(text)}", soft_wrap=True)
 
 
 def warn(text: str) -> None:
-    console.print(f"[yellow]warning:[/] {_escape(text)}")
+    console.print(f"[yellow]warning:[/] {_escape(text)}", soft_wrap=True)
 
 
 def note(text: str) -> None:
-    console.print(_escape(text), style="dim")
+    console.print(_escape(text), style="dim", soft_wrap=True)
 
 
 def _escape(text: str) -> str:

@@ -13,7 +13,7 @@ import typer
 
 from ctxpack import config
 from ctxpack.budget import Budget
-from ctxpack.llm import LLMSettings, resolve_llm_settings
+from ctxpack.llm_settings import LLMSettings, resolve_llm_settings
 
 ContextLength = Annotated[
     int | None, typer.Option("--context-length", help="Model context window in tokens [200000].")

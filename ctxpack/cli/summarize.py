@@ -3,15 +3,11 @@ with no threshold check and no pruning (compose with `ctxpack prune`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
 
-from ctxpack import files, formats
-from ctxpack.alignplan import plans_from_json
-from ctxpack.batch import archive_result, settings_record
-from ctxpack.boundaries import plan_boundaries
+from ctxpack import files
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
     EstimateOpt,
@@ -24,13 +20,13 @@ from ctxpack.cli.app import (
     print_json,
     reported,
 )
-from ctxpack.cli.render import compress_report
 from ctxpack.errors import UsageError
-from ctxpack.llm import LLMSummarizer
-from ctxpack.llm_settings import LLMSettings
-from ctxpack.pipeline import CompressSettings, prepare_request, summarize_transcript
-from ctxpack.tokens import TokenCounter
-from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.pipeline import CompressSettings
+    from ctxpack.tokens import TokenCounter
+    from ctxpack.transcript import Transcript
+
 
 SUMMARIZE_EXAMPLES = """Examples:
 
@@ -74,6 +70,15 @@ To = Annotated[str | None, typer.Option("--to", help="Output format (default: sa
 
 
 def _run(args: dict[str, Any], *, require_previous: bool) -> None:
+    import orjson
+
+    from ctxpack import formats
+    from ctxpack.alignplan import plans_from_json
+    from ctxpack.batch import archive_result, settings_record
+    from ctxpack.cli.render import compress_report
+    from ctxpack.pipeline import CompressSettings, summarize_transcript
+    from ctxpack.tokens import TokenCounter
+
     resolved = opts.resolve(args, args["config_file"])
     previous = args["previous_summary"]
     settings = CompressSettings(
@@ -141,6 +146,11 @@ def _dump_prompt(
     plans: list[Any] | None,
 ) -> None:
     # Without a configured model the request is still shown, for a placeholder model.
+    from ctxpack.boundaries import plan_boundaries
+    from ctxpack.llm import LLMSummarizer
+    from ctxpack.llm_settings import LLMSettings
+    from ctxpack.pipeline import prepare_request
+
     llm = settings.llm or LLMSettings(model="<model>")
     requests = []
     for number, session in enumerate(transcript.sessions):

@@ -34,7 +34,7 @@ def detect(head: bytes) -> bool:
     return jsonl.any_line(head, _DETECT)
 
 
-def _is_entry(obj: dict[str, Any] | None) -> bool:
+def is_entry(obj: dict[str, Any] | None) -> bool:
     return obj is not None and obj.get("type") in CHAIN_TYPES and isinstance(obj.get("uuid"), str)
 
 
@@ -51,7 +51,7 @@ def chains(doc: jsonl.Lines, *, include_sidechains: bool) -> list[tuple[str, lis
     where: dict[str, int] = {}
     parents: set[str] = set()
     for index, obj in enumerate(doc.objs):
-        if _is_entry(obj):
+        if is_entry(obj):
             assert obj is not None
             where[obj["uuid"]] = index
             parent = obj.get("parentUuid")

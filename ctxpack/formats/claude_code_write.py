@@ -5,22 +5,25 @@ pruned tool result rewrites its `tool_result` block and trims the
 `toolUseResult` copy to the same text; changed arguments rewrite the
 `tool_use` input), and a line whose parent changed gets the new `parentUuid`.
 
-A compaction is written the way Claude Code writes its own, so the file stays
-resumable and its history readable:
+A compaction is written the way Claude Code resumes one, without the history
+it replaces (ctxpack's archive keeps the original bytes):
 
-* every pre-compaction line stays where it was, byte for byte, so the old
-  conversation is still reachable through the boundary's `logicalParentUuid`;
 * a `system`/`compact_boundary` line (no parent) and a `user` line with
-  `isCompactSummary: true` carrying the summary are inserted just before the
-  first kept tail line;
-* kept head messages follow the summary as copies with fresh uuids (their
-  originals stay in the old chain), then the kept tail lines, re-chained in
-  place: following `parentUuid` from the last line yields exactly the
-  compacted conversation (summary, head, tail).
+  `isCompactSummary: true` carrying the summary go just before the first kept
+  tail line;
+* kept head messages follow the summary as copies with fresh uuids, then the
+  kept tail lines, re-chained in place: following `parentUuid` from the last
+  line yields exactly the compacted conversation (summary, head, tail);
+* every other line of the conversation's chain goes: the summarized turns,
+  the originals of the copied head lines, the notices riding on them, and
+  the history an earlier compaction in the chain had already summarized.
+  Lines outside the chain (snapshots, queue operations, titles, other
+  branches and sidechains) stay where they were, byte for byte.
 
-Tail lines a stage removed (stripped calls, orphan results) are deleted so
-no stale leaf can hide the new one. New uuids are derived from the session
-and a counter, so the same input gives the same output.
+Without a new summary, tail lines a stage removed (stripped calls, orphan
+results) are deleted so no stale leaf can hide the new one, and everything
+else stays byte for byte. New uuids are derived from the session and a
+counter, so the same input gives the same output.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import blocks, jsonl
-from ctxpack.formats.claude_code import line
+from ctxpack.formats.claude_code import is_entry, line
 from ctxpack.formats.origins import first_new_summary, pairs
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -143,7 +146,7 @@ class SessionWriter:
                     seq.append(Slot(kept if kept is not None else line(self.doc, value), value))
                     seq += [Slot(line(self.doc, i), i) for i in trailing.get(value, [])]
         self._link(seq, compacted=cut is not None)
-        self._place(seq, edits)
+        self._place(seq, edits, compacted=cut is not None)
 
     # -- planning ---------------------------------------------------------
 
@@ -280,16 +283,12 @@ class SessionWriter:
         return {**obj, "message": {**obj["message"], "content": content}, "uuid": self.new_uuid()}
 
     def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
-        first_tail = tail_lines[0] if tail_lines else None
-        logical = None
-        if self.chain:
-            pos = self.chain.index(first_tail) if first_tail in self.chain else len(self.chain)
-            logical = line(self.doc, self.chain[pos - 1])["uuid"] if pos > 0 else None
-        pre, post = self.token_counts()
         boundary_id = self.new_uuid()
         boundary = {
             "parentUuid": None,
-            "logicalParentUuid": logical,
+            # The lines before the boundary leave the file (the archive keeps
+            # them); a back-pointer to a missing line trips some readers.
+            "logicalParentUuid": None,
             **self._envelope(),
             "type": "system",
             "subtype": "compact_boundary",
@@ -298,17 +297,18 @@ class SessionWriter:
             "timestamp": self._timestamp(),
             "uuid": boundary_id,
             "level": "info",
-            "compactMetadata": {"trigger": "manual", "preTokens": pre, "postTokens": post},
+            # No preTokens: the count before the summary depends on whether
+            # pruning ran in the same command or an earlier one, and the
+            # output must not.
+            "compactMetadata": {"trigger": "manual", "postTokens": self.post_tokens()},
         }
         text = m.text(summary)
         note = self._user(text, isVisibleInTranscriptOnly=True, isCompactSummary=True)
         note["parentUuid"] = boundary_id
         return [Slot(boundary, None), Slot(note, None)]
 
-    def token_counts(self) -> tuple[int, int]:
-        counter = TokenCounter()
-        before = counter.messages([orig for orig, _ in self.session.originals])
-        return before, counter.messages(self.session.messages)
+    def post_tokens(self) -> int:
+        return TokenCounter().messages(self.session.messages)
 
     def _copies(self, head: list[tuple[Message, Message | None]]) -> list[Slot]:
         out: list[Slot] = []
@@ -363,7 +363,7 @@ class SessionWriter:
                 slot.obj = {**slot.obj, "parentUuid": parent}
             previous = slot.obj.get("uuid")
 
-    def _place(self, seq: list[Slot], edits: jsonl.Edits) -> None:
+    def _place(self, seq: list[Slot], edits: jsonl.Edits, *, compacted: bool) -> None:
         existing = [n for n, slot in enumerate(seq) if slot.line is not None]
         for n, slot in enumerate(seq):
             if slot.line is not None:
@@ -380,9 +380,42 @@ class SessionWriter:
             else:
                 edits.insert([data], before=None)
         placed = {slot.line for slot in seq if slot.line is not None}
-        if placed:
+        if compacted:
+            edits.delete.update(i for i in self.chain if i not in placed and self.replaced(i))
+            edits.delete.update(self.earlier_history())
+        elif placed:
             cut = min(placed)
             edits.delete.update(i for i in self.chain if i > cut and i not in placed)
+
+    def replaced(self, index: int) -> bool:
+        """Whether a chain line left out of a compaction leaves the file."""
+        return True
+
+    def earlier_history(self) -> set[int]:
+        """Lines an earlier compaction of this chain replaced: the chain behind
+        each compact boundary's `logicalParentUuid`, boundaries behind it too."""
+        where = {
+            str(obj["uuid"]): i
+            for i, obj in enumerate(self.doc.objs)
+            if obj is not None and is_entry(obj)
+        }
+        out: set[int] = set()
+        todo = [i for i in self.chain if _is_boundary(line(self.doc, i))]
+        while todo:
+            back = line(self.doc, todo.pop()).get("logicalParentUuid")
+            index = where.get(back) if isinstance(back, str) else None
+            while index is not None and index not in out:
+                out.add(index)
+                obj = line(self.doc, index)
+                if _is_boundary(obj):
+                    todo.append(index)
+                parent = obj.get("parentUuid")
+                index = where.get(parent) if isinstance(parent, str) else None
+        return out
+
+
+def _is_boundary(obj: Obj) -> bool:
+    return obj.get("type") == "system" and obj.get("subtype") == "compact_boundary"
 
 
 def _content(obj: Obj) -> list[Any]:

@@ -12,6 +12,8 @@ merge into one message, as in `claude-code`; lines of a subagent (a
 Written back like `claude-code`, without the uuid chain: edits in place, and a
 compaction as a `compact_boundary` system line plus a user summary line just
 before the first kept tail line, followed by copies of the kept head lines.
+A compaction drops the turns of the main conversation before that point and
+the markers of earlier compactions; init, result and subagent lines stay.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from ctxpack.formats import jsonl
 from ctxpack.formats.base import ReadOptions
-from ctxpack.formats.claude_code import last_timestamp, session_of
+from ctxpack.formats.claude_code import last_timestamp, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -37,6 +39,13 @@ def subtype(obj: Obj) -> Any:
     if isinstance(message, dict) and "subtype" in message:
         return message["subtype"]
     return obj.get("subtype")
+
+
+def _conversation(obj: Obj) -> bool:
+    """A turn, or the marker of a compaction (which a new one supersedes)."""
+    if obj.get("type") in ("user", "assistant"):
+        return True
+    return obj.get("type") == "system" and subtype(obj) in ("compact_boundary", "status")
 
 
 def _parent_tool(obj: Obj) -> Any:
@@ -112,9 +121,19 @@ class StreamWriter(SessionWriter):
     def _link(self, seq: list[Slot], *, compacted: bool) -> None:
         return
 
+    def replaced(self, index: int) -> bool:
+        return _conversation(line(self.doc, index))
+
+    def earlier_history(self) -> set[int]:
+        start = self.chain[0] if self.chain else len(self.doc.objs)
+        return {
+            i
+            for i, obj in enumerate(self.doc.objs[:start])
+            if obj is not None and _conversation(obj) and not _parent_tool(obj)
+        }
+
     def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
-        pre, _ = self.token_counts()
-        meta = {"trigger": "manual", "pre_tokens": pre}
+        meta = {"trigger": "manual", "post_tokens": self.post_tokens()}
         if self.wrapped:
             body: Obj = {
                 "subtype": "compact_boundary",

@@ -29,6 +29,12 @@ from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Session, Transcript
 
 EPOCH = "1970-01-01T00:00:00.000Z"
+MARKER = "context_compacted"
+# UI events that repeat a tool call or a turn already held by a response item.
+CALL_EVENTS = ("exec_command_", "patch_apply_", "mcp_tool_call_", "view_image", "dynamic_tool_")
+TEXT_EVENTS = frozenset(
+    {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
+)
 NAMESPACE = uuid.UUID("0b6d2f5e-8d1c-4c55-b7a3-5a1f4f9e2c37")
 Payload = dict[str, Any]
 Entry = tuple[Loc | None, Payload | None]
@@ -85,20 +91,31 @@ class _Writer:
             if self.kind(orig) != "meta" and fate.get(id(orig)) is not orig
         )
         fresh = any(orig is None for _, orig in body[:region_end])
-        insert_at: int | None = None
-        if cut is not None or (self.compacted_at >= 0 and (touched or fresh)):
+        region = body[:region_end]
+        if cut is not None:
             first = self.first_line(body[region_end][1]) if region_end < len(body) else None
-            insert_at = first
-            lines = self._compacted(body[:region_end], cut, first)
-            edits.insert(lines, before=first)
+            stamp = self._stamp(first)
+            payload = self._history(region, cut)
+            compacted = {"timestamp": stamp, "type": "compacted", "payload": payload}
+            marker = {"timestamp": stamp, "type": "event_msg", "payload": {"type": MARKER}}
+            edits.insert([jsonl.dump(compacted), jsonl.dump(marker)], before=first)
+            for msg, orig in region:
+                if orig is not None and msg is not orig and m.role(msg) == "tool":
+                    self._mirror(m.result_call_id(msg), m.text(msg), edits)
+            self._drop_replaced(first, [msg for msg, _ in body], edits)
+        elif self.compacted_at >= 0 and (touched or fresh):
+            # Only the earlier compaction's history changed: that line is rewritten.
+            index = self.compacted_at
+            obj = self.doc.objs[index]
+            assert obj is not None
+            new = {**obj, "payload": {**obj["payload"], **self._history(region, None)}}
+            edits.replace[index] = jsonl.dump(new, like=self.doc.raw[index])
         else:
             region_end = 0
         self._tail(body[region_end:], edits)
         for orig, _ in self.session.originals:
             if fate.get(id(orig)) is None and self.kind(orig) in ("item", "group"):
-                for li, k in self.where[id(orig)].locs:
-                    if k is None and (insert_at is None or li > insert_at):
-                        edits.delete.add(li)
+                edits.delete.update(li for li, k in self.where[id(orig)].locs if k is None)
 
     # -- system prompt ----------------------------------------------------
 
@@ -138,9 +155,8 @@ class _Writer:
 
     # -- compaction -------------------------------------------------------
 
-    def _compacted(
-        self, region: list[tuple[Message, Message | None]], cut: int | None, before: int | None
-    ) -> list[bytes]:
+    def _history(self, region: list[tuple[Message, Message | None]], cut: int | None) -> Payload:
+        """The `compacted` payload for the history up to the first kept tail item."""
         history: list[Payload] = []
         message: Any = ""
         for k, (msg, orig) in enumerate(region):
@@ -161,14 +177,22 @@ class _Writer:
                     message = m.text(msg)
             else:
                 history += [p for _, p in self._entries(msg, orig) if p is not None]
-        stamp = self._stamp(before)
-        payload = {"message": message, "replacement_history": history}
-        return [
-            jsonl.dump({"timestamp": stamp, "type": "compacted", "payload": payload}),
-            jsonl.dump(
-                {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}}
-            ),
-        ]
+        return {"message": message, "replacement_history": history}
+
+    def _drop_replaced(self, before: int | None, kept: list[Message], edits: jsonl.Edits) -> None:
+        """Delete what a new compacted line replaces: every history line before
+        it (earlier compactions too) and the UI copies of items that are gone."""
+        end = len(self.doc.objs) if before is None else before
+        calls, texts = _kept_ids_and_texts(kept)
+        for index, obj in enumerate(self.doc.objs):
+            payload = obj.get("payload") if obj is not None else None
+            if obj is None or not isinstance(payload, dict):
+                continue
+            early = index < end
+            if (early and obj.get("type") in ("response_item", "compacted")) or (
+                obj.get("type") == "event_msg" and _stale(payload, calls, texts, early=early)
+            ):
+                edits.delete.add(index)
 
     def _stamp(self, index: int | None) -> str:
         candidates = [index] if index is not None else []
@@ -282,6 +306,34 @@ class _Writer:
             out.append((None, _message_item("assistant", {"content": texts})))
         out += [(None, _call_item(call)) for call in calls.values()]
         return out
+
+
+def _kept_ids_and_texts(kept: list[Message]) -> tuple[set[str], set[str]]:
+    calls: set[str] = set()
+    texts: set[str] = set()
+    for msg in kept:
+        calls.update(m.call_id(c) for c in m.tool_calls(msg))
+        if m.is_tool_result(msg):
+            calls.add(m.result_call_id(msg))
+        texts.update([m.text(msg), *_texts(msg), *m.reasoning_texts(msg)])
+    return calls, texts
+
+
+def _stale(payload: Payload, calls: set[str], texts: set[str], *, early: bool) -> bool:
+    """Whether an event copies an item a compaction removed. Before the new
+    compacted line that is any copy whose item is not kept (and the markers of
+    earlier compactions); after it, only copies of tool calls, which carry the
+    call's id (a web search's event id matches no item, so it stays)."""
+    kind = str(payload.get("type", ""))
+    call = payload.get("call_id")
+    if isinstance(call, str) and (early or kind.startswith(CALL_EVENTS)):
+        return call not in calls
+    if not early:
+        return False
+    if kind == MARKER:
+        return True
+    text = payload.get("message", payload.get("text"))
+    return kind in TEXT_EVENTS and isinstance(text, str) and text not in texts
 
 
 def _texts(msg: Message) -> list[str]:

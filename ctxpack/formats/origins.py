@@ -125,9 +125,15 @@ def _by_position(
 def merged_summary(msg: Message, original: Message) -> str | None:
     """The summary text a stage appended to an original message, if it did."""
     text, own = m.text(msg), m.text(original)
-    if not markers.is_summary(msg) or not own.strip() or not text.startswith(own):
+    if not markers.is_summary(msg):
         return None
-    rest = text[len(own) :].lstrip("\n")
+    if not own.strip():
+        # A turn with no text of its own (only calls or reasoning) took the summary.
+        rest = text.strip("\n")
+    elif text.startswith(own):
+        rest = text[len(own) :].lstrip("\n")
+    else:
+        return None
     return rest if markers.is_summary({"role": "user", "content": rest}) else None
 
 
