@@ -17,6 +17,10 @@ from ctxpack.calls import TRUNCATION_MARK
 
 MAX_ARGUMENT_CHARS = 500
 KEEP_CHARS = 200
+# A command is a key fact a later reader (and `ctxpack eval`) looks for verbatim;
+# it stays whole unless it is a whole program in itself.
+COMMAND_KEYS = frozenset({"command", "cmd"})
+COMMAND_KEEP_CHARS = 8_000
 
 _MARKED = re.compile(re.escape(TRUNCATION_MARK) + r"[\d,]+ more chars\]\Z")
 
@@ -61,7 +65,8 @@ def _shrink(value: Any, keep: int) -> tuple[Any, bool]:
         changed = False
         out: dict[str, Any] = {}
         for key, inner in value.items():
-            out[key], hit = _shrink(inner, keep)
+            limit = max(keep, COMMAND_KEEP_CHARS) if key in COMMAND_KEYS else keep
+            out[key], hit = _shrink(inner, limit)
             changed = changed or hit
         return out, changed
     if isinstance(value, list):

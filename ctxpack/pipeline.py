@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxpack import jsoncodec, markers
+from ctxpack import jsoncodec, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.alignplan import AlignPlan
 from ctxpack.assemble import assemble, without_merged_summary
@@ -135,7 +135,16 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    facts = preserved_facts_section(middle, text, counter=counter, cap_tokens=max(room - 2, 0))
+    # Calls that never got a result are stripped at assembly: keep their facts too.
+    _, unanswered = toolpairs.orphans(messages)
+    stripped = [
+        msg
+        for msg in (*head, *tail)
+        if any(m.call_id(call) in unanswered for call in m.tool_calls(msg))
+    ]
+    facts = preserved_facts_section(
+        [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
+    )
     if facts:
         text = f"{text}\n\n{facts}"
     # The exact turns this summary replaces, for `ctxpack show` / restore.

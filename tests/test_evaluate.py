@@ -384,10 +384,7 @@ def compacted() -> dict[str, tuple[Transcript, Transcript, CompressReport, list[
 
 FIXTURE_IDS = [p.name for p in ALL_FIXTURES]
 # The pipeline loses these commands today; see the eval report to the lead.
-COMMAND_LOSSES = {
-    HAIKU.name: "prune shrinks the heredoc's arguments before the preserved facts are taken",
-    CODEX.name: "assembly strips the trailing unanswered calls and nothing keeps their commands",
-}
+COMMAND_LOSSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", FIXTURE_IDS)

@@ -199,6 +199,56 @@ def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
     assert chain[1]["isCompactSummary"] is True
 
 
+def test_a_new_compaction_drops_the_history_an_earlier_one_replaced() -> None:
+    """A file Claude Code compacted itself: the old chain hangs off the old
+    boundary's logicalParentUuid; our update of the summary replaces it too."""
+    raw = HAIKU.read_bytes().split(b"\n")
+    objs = [json.loads(x) for x in raw if x]
+    env = {k: objs[12][k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version")}
+    stamp = objs[12]["timestamp"]
+    boundary = {
+        "parentUuid": None,
+        "logicalParentUuid": objs[12]["uuid"],
+        **env,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "uuid": "9b1d5f7e-0000-4000-8000-00000000000b",
+        "timestamp": stamp,
+        "compactMetadata": {"trigger": "auto", "preTokens": 9000},
+    }
+    note = {
+        "parentUuid": boundary["uuid"],
+        **env,
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": "This session is being continued from a previous conversation that "
+            "ran out of context. Summary: 1. Read the task.",
+        },
+        "isCompactSummary": True,
+        "uuid": "9b1d5f7e-0000-4000-8000-00000000000c",
+        "timestamp": stamp,
+    }
+    resumed = {**objs[13], "parentUuid": note["uuid"]}
+    extra = [json.dumps(x).encode() for x in (boundary, note, resumed)]
+    data = b"\n".join([*raw[:13], *extra, *raw[14:]])
+    transcript = _read(data)
+    assert markers.is_summary(transcript.sessions[0].messages[0])
+    out = formats.write(compacted(transcript, head=0, tail=6)[0])
+    lines = out.split(b"\n")
+    assert not [x for x in [*raw[1:13], *extra[:2]] if x in lines]
+    objs_out = _lines(out)
+    assert [o["type"] for o in objs_out if "uuid" not in o] == ["queue-operation"]
+    chain = _chain(objs_out)
+    assert [o["uuid"] for o in objs_out if "uuid" in o] == [o["uuid"] for o in chain]
+    assert [o.get("subtype") for o in objs_out].count("compact_boundary") == 1
+    back = formats.read(out, path="out.jsonl").sessions[0].messages
+    assert [markers.summary_body(x) for x in summaries(back)] == [
+        markers.summary_body(summary_message())
+    ]
+
+
 def test_pruning_rewrites_only_that_line_and_its_tool_use_result() -> None:
     data = HAIKU.read_bytes()
     transcript = formats.read(data, path=str(HAIKU))

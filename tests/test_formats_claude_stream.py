@@ -51,15 +51,16 @@ def test_context_starts_at_the_last_compaction(counter: TokenCounter) -> None:
     assert m.text(msgs[0]).startswith("This session is being continued")
 
 
-def test_compaction_writes_a_boundary_and_summary_line() -> None:
+def test_compaction_writes_a_boundary_and_summary_line(counter: TokenCounter) -> None:
     data = LOG.read_bytes()
     transcript = formats.read(data, path=str(LOG))
     # The old summary heads the context; a new compaction replaces it.
     small, new = compacted(transcript, head=0, tail=8)
     out = formats.write(small)
-    view = _after_last_boundary(_lines(out))
+    objs = _lines(out)
+    view = _after_last_boundary(objs)
     meta = view[0]["message"]["compact_metadata"]
-    assert meta["trigger"] == "manual" and meta["pre_tokens"] > 0
+    assert meta == {"trigger": "manual", "post_tokens": counter.messages(new)}
     assert view[1]["type"] == "user"
     assert markers.is_summary({"role": "user", "content": view[1]["message"]["content"]})
     uses = {
@@ -77,8 +78,12 @@ def test_compaction_writes_a_boundary_and_summary_line() -> None:
         if b["type"] == "tool_result"
     }
     assert uses == answers and uses
-    original = data.split(b"\n")
-    assert out.startswith(b"\n".join(original[:300]))
+    # Before the new boundary only the init line is left: the old turns and
+    # the old compaction's markers are gone; the tail stays byte for byte.
+    assert objs[: len(objs) - len(view)] == [_lines(data)[0]]
+    assert out.startswith(data.split(b"\n")[0] + b"\n")
+    assert out.splitlines()[-2] == data.splitlines()[-2]
+    assert len(out) < len(data) / 10
     back = formats.read(out, path="out.jsonl").sessions[0].messages
     assert normal(back) == normal(new)
     again, _ = updated(formats.read(out, path="out.jsonl"), "Issue closed.")

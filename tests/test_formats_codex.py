@@ -120,9 +120,26 @@ def test_compaction_writes_a_compacted_line() -> None:
     back = _read(out).sessions[0].messages
     assert normal(back) == normal(new)
     assert len(summaries(back)) == 1
-    # Everything before the compaction point is kept byte for byte.
-    cut = out.index(b'{"timestamp"', out.index(b'"type":"compacted"') - 60)
-    assert data.startswith(out[:cut])
+    # The history the compacted line replaces leaves the file; what stays
+    # before it (session meta, turn contexts, telemetry, copies of kept items)
+    # is byte for byte what the input had, in the same order.
+    lines = out.split(b"\n")
+    at = next(i for i, o in enumerate(_lines(out)) if o["type"] == "compacted")
+    before = [json.loads(x) for x in lines[:at]]
+    assert {o["type"] for o in before} == {"session_meta", "turn_context", "event_msg"}
+    original = data.split(b"\n")
+    assert [original.index(x) for x in lines[:at]] == sorted(original.index(x) for x in lines[:at])
+    kept_texts = {m.text(x) for x in new}
+    for o in before:
+        payload = o["payload"]
+        assert "call_id" not in payload
+        if payload.get("type") in ("user_message", "agent_message"):
+            assert payload["message"] in kept_texts
+    assert [o["payload"].get("type") for o in before].count("user_message") == 1
+    # UI copies of summarized calls are gone too.
+    ended = {o["payload"]["call_id"] for o in _lines(out) if "call_id" in o["payload"]}
+    assert ended <= {i["call_id"] for i in replayed if "call_id" in i}
+    assert len(out) < len(data) / 2
 
 
 def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
@@ -131,7 +148,27 @@ def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
     twice = formats.write(again)
     back = _read(twice).sessions[0].messages
     assert [markers.summary_body(x) for x in summaries(back)] == ["3. Drafted the grant answers."]
-    assert sum(o["type"] == "compacted" for o in _lines(twice)) == 2
+    kinds = [(o["type"], o["payload"].get("type")) for o in _lines(twice)]
+    assert kinds.count(("compacted", None)) == 1
+    assert kinds.count(("event_msg", "context_compacted")) == 1
+
+
+def test_an_edit_inside_an_earlier_compaction_rewrites_that_line_in_place() -> None:
+    once = formats.write(compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0])
+    transcript = _read(once)
+    session = transcript.sessions[0]
+    msgs = list(session.messages)
+    assert m.role(msgs[2]) == "user" and not markers.is_summary(msgs[2])
+    msgs[2] = {**msgs[2], "content": "shortened"}
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    before, after = once.split(b"\n"), out.split(b"\n")
+    assert len(before) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert len(changed) == 1
+    line = json.loads(after[changed[0]])
+    assert line["type"] == "compacted"
+    assert line["payload"]["replacement_history"][1]["content"][0]["text"] == "shortened"
+    assert normal(_read(out).sessions[0].messages) == normal(msgs)
 
 
 def test_pruned_output_also_prunes_the_exec_command_end_copy() -> None:
