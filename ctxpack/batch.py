@@ -7,16 +7,19 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxpack import files, formats
 from ctxpack.archiving import record_run
-from ctxpack.errors import CtxpackError, InputError
+from ctxpack.errors import CtxpackError, InputError, RetentionError
 from ctxpack.formats import ReadOptions
 from ctxpack.pipeline import CompressSettings, compress_transcript
 from ctxpack.report import CompressReport, SessionReport
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.evaluate import EvalReport
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 
@@ -33,6 +36,8 @@ class FileJob:
     estimate: bool = False
     archive: bool = True
     archive_path: str | None = None
+    # --min-retention thresholds; a compaction below them is refused (exit 4).
+    min_retention: dict[str, float] | None = None
 
 
 @dataclass
@@ -52,6 +57,13 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
         name = "<stdin>" if job.source == files.STDIO else job.source
         transcript = formats.read(raw, path=name, fmt=job.input_format, options=job.read_options)
         result, report = compress_transcript(transcript, counter=counter, settings=job.settings)
+        measured = measure_retention(transcript, result, report, counter=counter)
+        if job.min_retention is not None:
+            from ctxpack.evaluate import gate
+
+            failures = gate(measured, job.min_retention)
+            if failures:
+                raise RetentionError("compaction refused: " + "; ".join(failures), path=name)
         output_format = job.output_format
         if output_format is None and not formats.get(transcript.format).writable:
             output_format = "openai"
@@ -77,6 +89,25 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
         return FileOutcome(job, report=report, data=data)
     except CtxpackError as exc:
         return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
+
+
+def measure_retention(
+    original: Transcript, result: Transcript, report: CompressReport, *, counter: TokenCounter
+) -> list[EvalReport]:
+    """Attach `ctxpack eval`'s retention block to every session that changed."""
+    from ctxpack.evaluate import evaluate, retention_summary
+
+    measured = []
+    for before, after, session in zip(
+        original.sessions, result.sessions, report.sessions, strict=True
+    ):
+        if after.messages is before.messages:
+            continue
+        evaluation = evaluate(before.messages, after.messages, counter=counter)
+        evaluation.label = session.label
+        session.retention = retention_summary(evaluation)
+        measured.append(evaluation)
+    return measured
 
 
 def settings_record(settings: CompressSettings) -> dict[str, Any]:

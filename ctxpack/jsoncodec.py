@@ -7,14 +7,27 @@ exact. NaN and Infinity are not JSON and are refused on both paths.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
+import sys
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import orjson
 
-# A run of 19+ digits may be an integer orjson would round to a float.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+# A run of 19+ digits may be an integer orjson would round to a float. Mapping
+# digits to "9" and everything else to " " and searching for 19 nines is many
+# times faster than a regex scan over large transcripts.
+_DIGIT_MAP = bytes(0x39 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"9" * 19
+# orjson reads documents nested up to 1024 levels; the standard library needs
+# a recursion frame per level to write them back (and orjson writes only 255).
+_WRITE_DEPTH = 1100
+
+
+def _has_long_digits(data: bytes) -> bool:
+    return data.translate(_DIGIT_MAP).find(_LONG_RUN) >= 0
 
 
 class JSONError(ValueError):
@@ -31,7 +44,7 @@ def _refuse_constant(name: str) -> Any:
 
 def loads(data: bytes) -> Any:
     """Parse one JSON document exactly (big integers and odd escapes kept)."""
-    if not _LONG_DIGITS.search(data):
+    if not _has_long_digits(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -46,6 +59,8 @@ def loads(data: bytes) -> Any:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise JSONError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
+    except RecursionError:
+        raise JSONError("invalid JSON: nested too deeply") from None
 
 
 def _orjson_reason(exc: orjson.JSONDecodeError) -> str:
@@ -61,10 +76,31 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
     try:
         return orjson.dumps(value, option=option)
     except TypeError:
-        # Big integers or lone surrogates: the stdlib keeps both exact (ASCII escapes).
-        return json.dumps(
-            value,
-            ensure_ascii=True,
-            indent=2 if indent else None,
-            separators=(",", ": ") if indent else (",", ":"),
-        ).encode("ascii")
+        # Big integers, lone surrogates or deep nesting: the stdlib keeps them
+        # exact (ASCII escapes).
+        with _recursion_room(_WRITE_DEPTH):
+            return json.dumps(
+                value,
+                ensure_ascii=True,
+                indent=2 if indent else None,
+                separators=(",", ": ") if indent else (",", ":"),
+            ).encode("ascii")
+
+
+@contextlib.contextmanager
+def _recursion_room(levels: int) -> Iterator[None]:
+    """Allow `levels` more nested calls than the current stack uses."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, _stack_depth() + levels))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _stack_depth() -> int:
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth

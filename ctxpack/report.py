@@ -25,6 +25,8 @@ class SessionReport:
     updated_previous_summary: bool = False
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What the compacted turns kept (`ctxpack eval`'s retention block), when compacted.
+    retention: dict[str, Any] | None = None
     # Bytes the output cites by ref (not part of the JSON report).
     blobs: list[bytes] = field(default_factory=list, repr=False)
 
@@ -49,6 +51,7 @@ class SessionReport:
             "after": self.after.to_dict(),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "retention": self.retention,
         }
 
 

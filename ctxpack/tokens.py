@@ -189,22 +189,42 @@ class TokenCounter:
         hit = self._memo.get(id(msg))
         if hit is not None and hit[0] is msg:
             return hit[1]
-        kinds: dict[str, int] = {}
-        text_kind = _TEXT_KIND.get(m.role(msg), "user_text")
-        _add(kinds, text_kind, sum(self.text(t) for t in m.text_parts(msg)))
-        call_tokens = 0
-        for call in m.tool_calls(msg):
-            call_tokens += self.text(m.call_name(call)) + self.text(m.call_arguments(call))
-        legacy = m.legacy_function_call(msg)
-        if legacy is not None:
-            call_tokens += self.text(_str(legacy.get("name"))) + self.text(
-                _str(legacy.get("arguments"))
-            )
-        _add(kinds, "tool_calls", call_tokens)
-        _add(kinds, "reasoning", sum(self.text(t) for t in m.reasoning_texts(msg)))
-        _add(kinds, "images", IMAGE_TOKENS * m.image_count(msg))
-        kinds["overhead"] = MESSAGE_OVERHEAD
+        kinds = self._count(msg)
         self._memo[id(msg)] = (msg, kinds)
+        return kinds
+
+    def _count(self, msg: Message) -> dict[str, int]:
+        text = self.text
+        content = msg.get("content")
+        kinds: dict[str, int] = {}
+        # Most messages are plain text with nothing else to count: one lookup each.
+        tokens = (
+            text(content)
+            if isinstance(content, str)
+            else sum(text(t) for t in m.text_parts(msg))
+            if content
+            else 0
+        )
+        if tokens:
+            kinds[_TEXT_KIND.get(m.role(msg), "user_text")] = tokens
+        if "tool_calls" in msg or "function_call" in msg:
+            calls = 0
+            for call in m.tool_calls(msg):
+                calls += text(m.call_name(call)) + text(m.call_arguments(call))
+            legacy = m.legacy_function_call(msg)
+            if legacy is not None:
+                calls += text(_str(legacy.get("name"))) + text(_str(legacy.get("arguments")))
+            if calls:
+                kinds["tool_calls"] = calls
+        if "reasoning_content" in msg or "reasoning" in msg or "thinking" in msg:
+            reasoning = sum(text(t) for t in m.reasoning_texts(msg))
+            if reasoning:
+                kinds["reasoning"] = reasoning
+        if isinstance(content, list):
+            images = m.image_count(msg)
+            if images:
+                kinds["images"] = IMAGE_TOKENS * images
+        kinds["overhead"] = MESSAGE_OVERHEAD
         return kinds
 
     def message(self, msg: Message) -> int:
@@ -212,11 +232,6 @@ class TokenCounter:
 
     def messages(self, msgs: list[Message]) -> int:
         return sum(self.message(msg) for msg in msgs)
-
-
-def _add(kinds: dict[str, int], kind: str, tokens: int) -> None:
-    if tokens:
-        kinds[kind] = kinds.get(kind, 0) + tokens
 
 
 def _str(value: Any) -> str:

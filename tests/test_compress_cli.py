@@ -49,6 +49,7 @@ SESSION_KEYS = {
     "after",
     "warnings",
     "notes",
+    "retention",
 }
 TALLY_KEYS = {"messages", "tokens", "messages_by_role", "tokens_by_role", "tokens_by_kind"}
 
@@ -234,3 +235,22 @@ def test_update_without_summary_is_a_usage_error(session_jsonl: Path) -> None:
     result = runner.invoke(app, ["update", "--offline", str(session_jsonl)])
     assert result.exit_code == 2
     assert "no previous summary" in result.stderr
+
+
+def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_path: Path) -> None:
+    report_path, out = tmp_path / "r.json", tmp_path / "o.jsonl"
+    args = ["compress", "--force", "--offline", str(session_jsonl), "-o", str(out)]
+    result = runner.invoke(app, [*args, "--report", str(report_path)])
+    assert result.exit_code == 0, result.output
+    retention = json.loads(report_path.read_bytes())["sessions"][0]["retention"]
+    assert retention["region"]["paths"] == 1.0
+    assert retention["region"]["commands"] == 1.0
+    assert retention["failed_checks"] == []
+    out.unlink()
+    refused = runner.invoke(app, [*args, "--min-retention", "identifiers=1.0"])
+    assert refused.exit_code == 4
+    assert "compaction refused" in refused.stderr
+    assert not out.exists()
+    passed = runner.invoke(app, [*args, "--min-retention", "paths=1,commands=1"])
+    assert passed.exit_code == 0, passed.output
+    assert out.exists()

@@ -103,6 +103,14 @@ def compress(
     from_: FromOpt = None,
     messages_key: MessagesKeyOpt = None,
     skip_invalid: SkipInvalidOpt = False,
+    min_retention: Annotated[
+        str | None,
+        typer.Option(
+            "--min-retention",
+            help="Refuse (exit 4, write nothing) a compaction whose compacted turns kept "
+            "less than this share of their facts: 0.9, or per category paths=1,commands=0.9.",
+        ),
+    ] = None,
     archive: opts.Archive = None,
     no_archive: opts.NoArchive = False,
     config_file: opts.ConfigFile = None,
@@ -112,6 +120,7 @@ def compress(
     Under the threshold a transcript passes through unchanged (exit 0).
     """
     from ctxpack.batch import FileJob, compress_file, discover
+    from ctxpack.evaluate import parse_min_retention
     from ctxpack.formats import ReadOptions
     from ctxpack.pipeline import CompressSettings
 
@@ -130,6 +139,7 @@ def compress(
             abort_on_failure=abort_on_failure,
         )
         read_options = ReadOptions(skip_invalid=skip_invalid, messages_key=messages_key)
+        thresholds = parse_min_retention(min_retention) if min_retention is not None else None
         inputs = discover(paths)
         if not inputs:
             raise UsageError("no transcripts found in the given paths")
@@ -147,6 +157,7 @@ def compress(
                 estimate=estimate,
                 archive=not no_archive,
                 archive_path=archive,
+                min_retention=thresholds,
             )
 
         if not batch:

@@ -178,6 +178,9 @@ def compress_report(report: Any) -> None:
         )
         if any(s.updated_previous_summary for s in summarized):
             facts.append(("previous summary", "updated, not nested"))
+    retention = _retention_line(sessions)
+    if retention:
+        facts.append(("facts kept", retention))
     facts.append(("ratio", f"{after.tokens / before.tokens:.1%}" if before.tokens else "-"))
     if report.output:
         facts.append(("written to", report.output))
@@ -197,6 +200,24 @@ def _warnings(sessions: list[Any]) -> None:
             warn(f"{', '.join(labels)}: {warning}")
         else:
             warn(f"{len(labels)} sessions: {warning}")
+
+
+def _retention_line(sessions: list[Any]) -> str:
+    """Kept/found per fact category over the compacted turns of every session."""
+    found: dict[str, int] = {}
+    missing: dict[str, int] = {}
+    for s in sessions:
+        if not s.retention:
+            continue
+        for key, n in s.retention["found"].items():
+            found[key] = found.get(key, 0) + n
+            missing[key] = missing.get(key, 0) + s.retention["missing"][key]
+    parts = [
+        f"{key} {found[key] - missing[key]}/{found[key]}"
+        for key in found
+        if found[key] and key != "overall"
+    ]
+    return ", ".join(parts)
 
 
 def _change(after: int, before: int) -> str:

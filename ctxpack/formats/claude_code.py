@@ -92,6 +92,31 @@ def _walk(doc: jsonl.Lines, where: dict[str, int], leaf: int) -> list[int]:
     return chain
 
 
+def is_boundary(obj: dict[str, Any]) -> bool:
+    return obj.get("type") == "system" and obj.get("subtype") == "compact_boundary"
+
+
+def history_behind(doc: jsonl.Lines, chain: list[int]) -> set[int]:
+    """Lines an earlier compaction of this chain replaced: the chain behind
+    each compact boundary's `logicalParentUuid`, boundaries behind it too."""
+    where = {
+        str(obj["uuid"]): i for i, obj in enumerate(doc.objs) if obj is not None and is_entry(obj)
+    }
+    out: set[int] = set()
+    todo = [i for i in chain if is_boundary(line(doc, i))]
+    while todo:
+        back = line(doc, todo.pop()).get("logicalParentUuid")
+        index = where.get(back) if isinstance(back, str) else None
+        while index is not None and index not in out:
+            out.add(index)
+            obj = line(doc, index)
+            if is_boundary(obj):
+                todo.append(index)
+            parent = obj.get("parentUuid")
+            index = where.get(parent) if isinstance(parent, str) else None
+    return out
+
+
 def session_of(doc: jsonl.Lines, chain: list[int], label: str) -> Session:
     """The messages of one chain plus the source tables the writer needs."""
     slots: list[Any] = []  # a Message, or the message.id of an assistant group

@@ -34,7 +34,7 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import blocks, jsonl
-from ctxpack.formats.claude_code import is_entry, line
+from ctxpack.formats.claude_code import history_behind, line
 from ctxpack.formats.origins import first_new_summary, pairs
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -131,7 +131,7 @@ class SessionWriter:
         seq: list[Slot] = []
         leading, trailing = self._passengers(set(tail_lines))
         if cut is not None:
-            seq += self._markers(items[cut][0], tail_lines)
+            seq += self._markers(items[cut][0])
             seq += self._copies(head)
         else:
             seq += [Slot(line(self.doc, i), i) for i in leading]
@@ -282,7 +282,7 @@ class SessionWriter:
         obj = line(self.doc, index)
         return {**obj, "message": {**obj["message"], "content": content}, "uuid": self.new_uuid()}
 
-    def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
+    def _markers(self, summary: Message) -> list[Slot]:
         boundary_id = self.new_uuid()
         boundary = {
             "parentUuid": None,
@@ -392,30 +392,7 @@ class SessionWriter:
         return True
 
     def earlier_history(self) -> set[int]:
-        """Lines an earlier compaction of this chain replaced: the chain behind
-        each compact boundary's `logicalParentUuid`, boundaries behind it too."""
-        where = {
-            str(obj["uuid"]): i
-            for i, obj in enumerate(self.doc.objs)
-            if obj is not None and is_entry(obj)
-        }
-        out: set[int] = set()
-        todo = [i for i in self.chain if _is_boundary(line(self.doc, i))]
-        while todo:
-            back = line(self.doc, todo.pop()).get("logicalParentUuid")
-            index = where.get(back) if isinstance(back, str) else None
-            while index is not None and index not in out:
-                out.add(index)
-                obj = line(self.doc, index)
-                if _is_boundary(obj):
-                    todo.append(index)
-                parent = obj.get("parentUuid")
-                index = where.get(parent) if isinstance(parent, str) else None
-        return out
-
-
-def _is_boundary(obj: Obj) -> bool:
-    return obj.get("type") == "system" and obj.get("subtype") == "compact_boundary"
+        return history_behind(self.doc, self.chain)
 
 
 def _content(obj: Obj) -> list[Any]:

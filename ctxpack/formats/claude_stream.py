@@ -132,7 +132,7 @@ class StreamWriter(SessionWriter):
             if obj is not None and _conversation(obj) and not _parent_tool(obj)
         }
 
-    def _markers(self, summary: Message, tail_lines: list[int]) -> list[Slot]:
+    def _markers(self, summary: Message) -> list[Slot]:
         meta = {"trigger": "manual", "post_tokens": self.post_tokens()}
         if self.wrapped:
             body: Obj = {

@@ -3,16 +3,18 @@
 Without a new summary, edits happen in place: a pruned `function_call_output`
 rewrites its output and the mirroring `exec_command_end` event gets the same
 text (aggregated_output, stdout, stderr, formatted_output); changed arguments
-rewrite the call; a dropped item's line is deleted.
+rewrite the call; a dropped item's line is deleted; an edit inside an earlier
+compaction's history rewrites that `compacted` line.
 
-A compaction is written the way Codex writes its own: a `compacted` line whose
+A compaction is written the way Codex resumes one: a `compacted` line whose
 `replacement_history` is the new model history up to the first kept tail item
 (kept head items as Responses items, then the summary as a user message) and
 whose `message` is the summary text, then a `context_compacted` event; both
 go just before the first kept tail line, which stays in place with the rest
-of the tail. Lines before that point stay untouched: Codex itself keeps them,
-and a reader that replays the file (as Codex does on resume) replaces them
-with the replacement history.
+of the tail. The history they replace leaves the file (ctxpack's archive
+keeps it): every response item and earlier compaction before that point, and
+the UI events copying items that are gone. Session meta, turn contexts,
+telemetry and the copies of kept items stay where they were, byte for byte.
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ from ctxpack import messages as m
 from ctxpack.errors import UsageError
 from ctxpack.formats import jsonl
 from ctxpack.formats.codex import CALL_TYPES, Loc, Source, payload_at
+from ctxpack.formats.codex_items import (
+    call_item,
+    edited_call,
+    edited_item,
+    fresh_items,
+    message_item,
+    texts_of,
+)
 from ctxpack.formats.origins import first_new_summary, pairs
-from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Session, Transcript
 
 EPOCH = "1970-01-01T00:00:00.000Z"
@@ -161,7 +170,7 @@ class _Writer:
         message: Any = ""
         for k, (msg, orig) in enumerate(region):
             if k == cut:
-                history.append(_message_item("user", msg))
+                history.append(message_item("user", msg))
                 message = m.text(msg)
             elif orig is not None and self.kind(orig) == "compacted":
                 source = self.where[id(orig)]
@@ -173,7 +182,7 @@ class _Writer:
                     ]
                     message = old["payload"].get("message", "")
                 else:
-                    history.append(_message_item("user", msg))
+                    history.append(message_item("user", msg))
                     message = m.text(msg)
             else:
                 history += [p for _, p in self._entries(msg, orig) if p is not None]
@@ -258,21 +267,21 @@ class _Writer:
         """(location, payload) for each item of msg; payload None deletes, a
         location None is a new item; an untouched item keeps its payload object."""
         if orig is None:
-            return [(None, p) for p in _fresh_items(msg)]
+            return [(None, p) for p in fresh_items(msg)]
         source = self.where[id(orig)]
         if msg is orig:
             return [(loc, payload_at(self.doc, loc)) for loc in source.locs]
         if source.kind == "item":
             loc = source.locs[0]
-            return [(loc, _edited_item(payload_at(self.doc, loc), msg))]
+            return [(loc, edited_item(payload_at(self.doc, loc), msg))]
         if source.kind == "compacted":
-            return [(None, _message_item("user", msg))]
+            return [(None, message_item("user", msg))]
         return self._group(source, orig, msg)
 
     def _group(self, source: Source, orig: Message, msg: Message) -> list[Entry]:
         out: list[Entry] = []
-        same_text = _texts(orig) == _texts(msg)
-        texts = _texts(msg)
+        same_text = texts_of(orig) == texts_of(msg)
+        texts = texts_of(msg)
         calls = {m.call_id(c): c for c in m.tool_calls(msg)}
         kept_reasoning = msg.get("reasoning")
         keep = kept_reasoning if isinstance(kept_reasoning, list) else []
@@ -297,14 +306,14 @@ class _Writer:
                     out.append((loc, None))
                 else:
                     if not same_text and texts and not placed:
-                        out.append((None, _message_item("assistant", {"content": texts})))
+                        out.append((None, message_item("assistant", {"content": texts})))
                         placed = True
-                    out.append((loc, _edited_call(payload, call)))
+                    out.append((loc, edited_call(payload, call)))
             else:
                 out.append((loc, payload))
         if not same_text and texts and not placed:
-            out.append((None, _message_item("assistant", {"content": texts})))
-        out += [(None, _call_item(call)) for call in calls.values()]
+            out.append((None, message_item("assistant", {"content": texts})))
+        out += [(None, call_item(call)) for call in calls.values()]
         return out
 
 
@@ -315,7 +324,7 @@ def _kept_ids_and_texts(kept: list[Message]) -> tuple[set[str], set[str]]:
         calls.update(m.call_id(c) for c in m.tool_calls(msg))
         if m.is_tool_result(msg):
             calls.add(m.result_call_id(msg))
-        texts.update([m.text(msg), *_texts(msg), *m.reasoning_texts(msg)])
+        texts.update([m.text(msg), *texts_of(msg), *m.reasoning_texts(msg)])
     return calls, texts
 
 
@@ -334,93 +343,3 @@ def _stale(payload: Payload, calls: set[str], texts: set[str], *, early: bool) -
         return True
     text = payload.get("message", payload.get("text"))
     return kind in TEXT_EVENTS and isinstance(text, str) and text not in texts
-
-
-def _texts(msg: Message) -> list[str]:
-    content = msg.get("content")
-    if isinstance(content, str):
-        return [content] if content else []
-    return list(m.text_parts(msg)) if isinstance(content, list) else []
-
-
-def _parts(msg: Message, text_type: str) -> list[Any]:
-    content = msg.get("content")
-    if isinstance(content, str) or content is None:
-        return [{"type": text_type, "text": content or ""}]
-    out: list[Any] = []
-    for part in content:
-        if isinstance(part, str):
-            out.append({"type": text_type, "text": part})
-        elif isinstance(part, dict) and part.get("type") in m.TEXT_PART_TYPES:
-            out.append({"type": text_type, "text": part.get("text", "")})
-        elif isinstance(part, dict) and part.get("type") == "image_url":
-            image = part.get("image_url")
-            url = image.get("url", "") if isinstance(image, dict) else image
-            out.append({"type": "input_image", "image_url": url})
-        else:
-            out.append(part)
-    return out
-
-
-def _message_item(role: str, msg: Message) -> Payload:
-    role = "developer" if role == "system" else role
-    text_type = "output_text" if role == "assistant" else "input_text"
-    return {"type": "message", "role": role, "content": _parts(msg, text_type)}
-
-
-def _edited_item(payload: Payload, msg: Message) -> Payload:
-    if payload.get("type") == "message":
-        parts = payload.get("content")
-        first = parts[0] if isinstance(parts, list) and parts else {}
-        text_type = first.get("type", "input_text") if isinstance(first, dict) else "input_text"
-        return {**payload, "content": _parts(msg, str(text_type))}
-    return {**payload, "output": m.text(msg)}
-
-
-def _edited_call(payload: Payload, call: dict[str, Any]) -> Payload:
-    arguments = m.call_arguments(call)
-    kind = payload.get("type")
-    if kind == "function_call":
-        return (
-            payload
-            if payload.get("arguments") == arguments
-            else {**payload, "arguments": arguments}
-        )
-    if kind == "custom_tool_call":
-        raw = parse_arguments(arguments).get("input", arguments)
-        return payload if payload.get("input") == raw else {**payload, "input": raw}
-    return payload
-
-
-def _call_item(call: dict[str, Any]) -> Payload:
-    return {
-        "type": "function_call",
-        "name": m.call_name(call),
-        "arguments": m.call_arguments(call),
-        "call_id": m.call_id(call),
-    }
-
-
-def _fresh_items(msg: Message) -> list[Payload]:
-    role = m.role(msg)
-    if role == "tool" or role == "function":
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": m.result_call_id(msg),
-                "output": m.text(msg),
-            }
-        ]
-    if role != "assistant":
-        return [_message_item(role or "user", msg)]
-    out: list[Payload] = []
-    reasoning = msg.get("reasoning")
-    if isinstance(reasoning, list):
-        out += [r for r in reasoning if isinstance(r, dict) and r.get("type") == "reasoning"]
-    elif msg.get("reasoning_content"):
-        text = str(msg["reasoning_content"])
-        out.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]})
-    if _texts(msg):
-        out.append(_message_item("assistant", msg))
-    out += [_call_item(call) for call in m.tool_calls(msg)]
-    return out

@@ -1,0 +1,259 @@
+"""The stages compose: `ctxpack prune F | ctxpack summarize --offline -` writes
+the very bytes `ctxpack compress --offline --force F` writes, for every
+writable format (SPEC 4); and a compacted agent log keeps only the compacted
+conversation, so it is much smaller than the log it came from."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers, toolpairs
+from ctxpack import messages as m
+from ctxpack.cli import app
+from tests.conftest import FIXTURES
+
+runner = CliRunner()
+# Small enough that even the short fixtures have a middle to summarize.
+SMALL = ("--tail-tokens", "2000", "--protect-first", "1", "--protect-last", "3")
+SETTINGS = {"defaults": (), "small": SMALL}
+
+
+def _writable() -> list[Path]:
+    out = []
+    for path in sorted(FIXTURES.glob("*/*")):
+        if path.suffix not in (".json", ".jsonl", ".traj"):
+            continue
+        head = path.read_bytes()[: formats.HEAD_BYTES]
+        if formats.detect(head, path=str(path)).writable:
+            out.append(path)
+    return out
+
+
+WRITABLE = _writable()
+CLAUDE_CODE = sorted((FIXTURES / "claude-code").glob("*.jsonl"))
+CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+STREAM = next((FIXTURES / "claude-stream-json").glob("*.jsonl"))
+# Fixtures whose middle is too small for a summary to pay off.
+NOT_SUMMARIZED = {
+    "openagents__regex-log__opus-raw.jsonl",
+    "ToolBench__G2_answer__52_ChatGPT_DFS_woFilter_w2.json",
+}
+
+
+def _cli(*args: str, stdin: bytes | None = None) -> bytes:
+    result = runner.invoke(app, list(args), input=stdin)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout_bytes
+
+
+def _compress(source: Path | bytes, settings: tuple[str, ...]) -> bytes:
+    command = ("compress", "--offline", "--force", "--no-archive", *settings)
+    if isinstance(source, Path):
+        return _cli(*command, str(source))
+    return _cli(*command, "-", stdin=source)
+
+
+def _prune(path: Path, settings: tuple[str, ...]) -> bytes:
+    return _cli("prune", str(path), "--no-archive", *settings)
+
+
+def _summarize(data: bytes, settings: tuple[str, ...]) -> bytes:
+    return _cli("summarize", "--offline", "-", "--no-archive", *settings, stdin=data)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[tuple[str, str], tuple[bytes, bytes, bytes]]:
+    """(compressed, pruned, pruned then summarized) per fixture and settings, run once."""
+    return {}
+
+
+def _run(
+    cache: dict[tuple[str, str], tuple[bytes, bytes, bytes]], path: Path, name: str
+) -> tuple[bytes, bytes, bytes]:
+    key = (str(path), name)
+    if key not in cache:
+        settings = SETTINGS[name]
+        pruned = _prune(path, settings)
+        cache[key] = (_compress(path, settings), pruned, _summarize(pruned, settings))
+    return cache[key]
+
+
+def test_every_writable_format_is_covered() -> None:
+    assert {formats.read(p.read_bytes(), path=str(p)).format for p in WRITABLE} == {
+        "claude-code",
+        "claude-stream-json",
+        "codex",
+        "openai",
+        "sharegpt",
+    }
+    assert len(WRITABLE) == 8
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+@pytest.mark.parametrize("path", WRITABLE, ids=lambda p: p.name)
+def test_prune_then_summarize_writes_what_compress_writes(
+    path: Path, name: str, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
+) -> None:
+    compressed, _, piped = _run(runs, path, name)
+    assert piped == compressed
+
+
+@pytest.mark.parametrize("path", WRITABLE, ids=lambda p: p.name)
+def test_the_small_settings_summarize_each_fixture(
+    path: Path, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
+) -> None:
+    """The equality above is not vacuous: a summary was written, or (for a
+    middle too small to pay off) the output is exactly the pruned file."""
+    compressed, pruned, _ = _run(runs, path, "small")
+    sessions = formats.read(compressed, path="out").sessions
+    summarized = [s for s in sessions if any(markers.is_summary(x) for x in s.messages)]
+    if path.name in NOT_SUMMARIZED:
+        assert not summarized and compressed == pruned
+    else:
+        assert summarized and compressed != pruned
+        assert all(toolpairs.orphans(s.messages)[0] == [] for s in sessions)
+
+
+def test_a_shell_pipe_gives_the_same_bytes(tmp_path: Path) -> None:
+    path = CLAUDE_CODE[0]
+    command = [sys.executable, "-m", "ctxpack"]
+    prune = subprocess.run(
+        [*command, "prune", str(path), "--no-archive", *SMALL], capture_output=True, check=True
+    )
+    piped = subprocess.run(
+        [*command, "summarize", "--offline", "-", "--no-archive", *SMALL],
+        input=prune.stdout,
+        capture_output=True,
+        check=True,
+    )
+    compressed = subprocess.run(
+        [*command, "compress", "--offline", "--force", str(path), "--no-archive", *SMALL],
+        capture_output=True,
+        check=True,
+    )
+    assert piped.stdout == compressed.stdout
+    assert b'"isCompactSummary":true' in piped.stdout
+
+
+# -- what a compacted agent log holds ------------------------------------------
+
+
+def _objs(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
+    node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
+    chain: list[dict[str, Any]] = []
+    while node is not None:
+        assert node not in chain, "parentUuid cycle"
+        chain.append(node)
+        node = by_uuid.get(node.get("parentUuid"))
+    return chain[::-1]
+
+
+def _blocks(objs: list[dict[str, Any]], kind: str, key: str) -> list[str]:
+    return [
+        b[key]
+        for o in objs
+        if isinstance(o.get("message"), dict) and isinstance(o["message"].get("content"), list)
+        for b in o["message"]["content"]
+        if b.get("type") == kind
+    ]
+
+
+def _check_claude_code(data: bytes) -> list[dict[str, Any]]:
+    objs = _objs(data)
+    chain = _chain(objs)
+    assert chain[0]["subtype"] == "compact_boundary" and chain[0]["parentUuid"] is None
+    assert chain[1]["isCompactSummary"] is True
+    assert markers.is_summary({"role": "user", "content": chain[1]["message"]["content"]})
+    # Nothing but the compacted conversation is left on any chain.
+    assert [o["uuid"] for o in objs if "uuid" in o] == [o["uuid"] for o in chain]
+    assert sorted(_blocks(chain, "tool_use", "id")) == sorted(
+        _blocks(chain, "tool_result", "tool_use_id")
+    )
+    return chain
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in CLAUDE_CODE if p.name not in NOT_SUMMARIZED], ids=lambda p: p.name
+)
+def test_a_compacted_claude_code_log_holds_only_the_new_chain(
+    path: Path, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
+) -> None:
+    data = path.read_bytes()
+    out, _, _ = _run(runs, path, "small")
+    _check_claude_code(out)
+    # Lines outside the conversation (queue operations here) stay, in order.
+    assert [x for x in out.splitlines() if b'"uuid"' not in x] == [
+        x for x in data.splitlines() if b'"uuid"' not in x
+    ]
+    assert len(out) < len(data) / 2
+    again = _compress(out, SMALL)
+    chain = _check_claude_code(again)
+    assert [o.get("subtype") for o in _objs(again)].count("compact_boundary") == 1
+    back = formats.read(again, path="again.jsonl").sessions[0].messages
+    assert sum(markers.is_summary(x) for x in back) == 1 and markers.is_summary(back[0])
+    assert len(chain) < len(_chain(_objs(out))) + 2
+
+
+def _replay(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = []
+    for obj in objs:
+        if obj["type"] == "response_item":
+            history.append(obj["payload"])
+        elif obj["type"] == "compacted":
+            history = list(obj["payload"]["replacement_history"])
+    return history
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_compacted_codex_rollout_replays_to_the_new_history(
+    name: str, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
+) -> None:
+    data = CODEX.read_bytes()
+    out, _, _ = _run(runs, CODEX, name)
+    objs = _objs(out)
+    at = [i for i, o in enumerate(objs) if o["type"] == "compacted"]
+    assert len(at) == 1
+    # Before the compacted line: no history, no copies of removed calls.
+    assert not [o for o in objs[: at[0]] if o["type"] == "response_item"]
+    history = _replay(objs)
+    calls = {i["call_id"] for i in history if i["type"] == "function_call"}
+    outputs = {i["call_id"] for i in history if i["type"] == "function_call_output"}
+    assert calls == outputs and calls
+    ended = [o["payload"] for o in objs if o["payload"].get("type") == "exec_command_end"]
+    assert ended and {e["call_id"] for e in ended} <= calls
+    summary = objs[at[0]]["payload"]["replacement_history"][-1]
+    assert markers.is_summary({"role": "user", "content": summary["content"][0]["text"]})
+    session = formats.read(out, path="out.jsonl").sessions[0]
+    found = [x for x in session.messages if markers.is_summary(x)]
+    assert [m.text(x) for x in found] == [objs[at[0]]["payload"]["message"]]
+    assert len(out) < len(data) * (0.85 if name == "defaults" else 0.5)
+    again = _objs(_compress(out, SETTINGS[name]))
+    assert sum(o["type"] == "compacted" for o in again) == 1
+
+
+def test_a_compacted_stream_log_starts_its_context_at_the_new_boundary(
+    runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]],
+) -> None:
+    data = STREAM.read_bytes()
+    out, _, _ = _run(runs, STREAM, "small")
+    objs = _objs(out)
+    kinds = [(o["type"], o["message"].get("subtype")) for o in objs]
+    assert kinds[:3] == [("system", "init"), ("system", "compact_boundary"), ("user", None)]
+    assert kinds.count(("system", "compact_boundary")) == 1
+    assert markers.is_summary({"role": "user", "content": objs[2]["message"]["content"]})
+    assert sorted(_blocks(objs, "tool_use", "id")) == sorted(
+        _blocks(objs, "tool_result", "tool_use_id")
+    )
+    assert len(out) < len(data) / 10
