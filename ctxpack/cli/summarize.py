@@ -3,6 +3,7 @@ with no threshold check and no pruning (compose with `ctxpack prune`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -163,88 +164,62 @@ def _dump_prompt(
     print_json(requests[0] if len(requests) == 1 else requests)
 
 
-@app.command(epilog=SUMMARIZE_EXAMPLES)
-def summarize(
-    path: Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")],
-    output: Output = None,
-    plan: Annotated[
-        str | None, typer.Option("--plan", help="Plan JSON from `ctxpack align --json`.")
-    ] = None,
-    offline: Offline = False,
-    strict: Strict = False,
-    abort_on_failure: Abort = False,
-    no_cache: NoCache = False,
-    dump_prompt: DumpPrompt = False,
-    previous_summary: PreviousSummary = None,
-    report_file: ReportFile = None,
-    to: To = None,
-    context_length: opts.ContextLength = None,
-    threshold: opts.Threshold = None,
-    target_ratio: opts.TargetRatio = None,
-    tail_tokens: opts.TailTokens = None,
-    protect_first: opts.ProtectFirst = None,
-    protect_last: opts.ProtectLast = None,
-    model: opts.Model = None,
-    base_url: opts.BaseUrl = None,
-    api_key: opts.ApiKey = None,
-    timeout: opts.Timeout = None,
-    max_retries: opts.MaxRetries = None,
-    summarizer_context: opts.SummarizerContext = None,
-    focus: opts.Focus = None,
-    encoding: opts.Encoding = None,
-    estimate: EstimateOpt = False,
-    from_: FromOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    archive: opts.Archive = None,
-    no_archive: opts.NoArchive = False,
-    config_file: opts.ConfigFile = None,
-) -> None:
-    """Summarize the middle of each session into one reference record (stages 2-4).
+def _command(*, require_previous: bool) -> Callable[..., None]:
+    """`summarize` and `update` share every option; update insists on a summary."""
 
-    An earlier summary in the input is updated, never nested.
-    """
-    with reported():
-        _run(dict(locals()), require_previous=False)
+    def command(
+        path: Annotated[
+            str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")
+        ],
+        output: Output = None,
+        plan: Annotated[
+            str | None, typer.Option("--plan", help="Plan JSON from `ctxpack align --json`.")
+        ] = None,
+        offline: Offline = False,
+        strict: Strict = False,
+        abort_on_failure: Abort = False,
+        no_cache: NoCache = False,
+        dump_prompt: DumpPrompt = False,
+        previous_summary: PreviousSummary = None,
+        report_file: ReportFile = None,
+        to: To = None,
+        context_length: opts.ContextLength = None,
+        threshold: opts.Threshold = None,
+        target_ratio: opts.TargetRatio = None,
+        tail_tokens: opts.TailTokens = None,
+        protect_first: opts.ProtectFirst = None,
+        protect_last: opts.ProtectLast = None,
+        model: opts.Model = None,
+        base_url: opts.BaseUrl = None,
+        api_key: opts.ApiKey = None,
+        timeout: opts.Timeout = None,
+        max_retries: opts.MaxRetries = None,
+        summarizer_context: opts.SummarizerContext = None,
+        focus: opts.Focus = None,
+        encoding: opts.Encoding = None,
+        estimate: EstimateOpt = False,
+        from_: FromOpt = None,
+        messages_key: MessagesKeyOpt = None,
+        skip_invalid: SkipInvalidOpt = False,
+        archive: opts.Archive = None,
+        no_archive: opts.NoArchive = False,
+        config_file: opts.ConfigFile = None,
+    ) -> None:
+        with reported():
+            _run(dict(locals()), require_previous=require_previous)
+
+    return command
 
 
-@app.command(epilog=UPDATE_EXAMPLES)
-def update(
-    path: Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")],
-    output: Output = None,
-    offline: Offline = False,
-    strict: Strict = False,
-    abort_on_failure: Abort = False,
-    no_cache: NoCache = False,
-    dump_prompt: DumpPrompt = False,
-    previous_summary: PreviousSummary = None,
-    report_file: ReportFile = None,
-    to: To = None,
-    context_length: opts.ContextLength = None,
-    threshold: opts.Threshold = None,
-    target_ratio: opts.TargetRatio = None,
-    tail_tokens: opts.TailTokens = None,
-    protect_first: opts.ProtectFirst = None,
-    protect_last: opts.ProtectLast = None,
-    model: opts.Model = None,
-    base_url: opts.BaseUrl = None,
-    api_key: opts.ApiKey = None,
-    timeout: opts.Timeout = None,
-    max_retries: opts.MaxRetries = None,
-    summarizer_context: opts.SummarizerContext = None,
-    focus: opts.Focus = None,
-    encoding: opts.Encoding = None,
-    estimate: EstimateOpt = False,
-    from_: FromOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    archive: opts.Archive = None,
-    no_archive: opts.NoArchive = False,
-    config_file: opts.ConfigFile = None,
-) -> None:
-    """Fold the turns after an earlier summary into it (stage 4).
-
-    Fails with a clear error when the input holds no summary and none is given.
-    """
-    with reported():
-        _run(dict(locals()), require_previous=True)
+summarize = app.command(
+    "summarize",
+    epilog=SUMMARIZE_EXAMPLES,
+    help="Summarize the middle of each session into one reference record (stages 2-4). "
+    "An earlier summary in the input is updated, never nested.",
+)(_command(require_previous=False))
+update = app.command(
+    "update",
+    epilog=UPDATE_EXAMPLES,
+    help="Fold the turns after an earlier summary into it (stage 4). Fails with a clear "
+    "error when the input holds no summary and none is given.",
+)(_command(require_previous=True))
