@@ -6,18 +6,23 @@ conversation, so it is much smaller than the log it came from."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.cli import app
+from ctxpack.transcript import Message
 from tests.conftest import FIXTURES
+from tests.test_formats_support import normal, sanitize, summaries, summary_message
 
 runner = CliRunner()
 # Small enough that even the short fixtures have a middle to summarize.
@@ -257,3 +262,60 @@ def test_a_compacted_stream_log_starts_its_context_at_the_new_boundary(
         _blocks(objs, "tool_result", "tool_use_id")
     )
     assert len(out) < len(data) / 10
+
+
+# -- the same at the adapter level, for any mix of stage edits -------------------
+
+AGENT_LOGS = [*CLAUDE_CODE, CODEX, STREAM]
+
+
+def _edited(msgs: list[Message], seed: int) -> list[Message]:
+    """Edits a stage makes while keeping every turn: outputs replaced by short
+    placeholders, arguments shrunk, texts rewritten (which takes new lines
+    when a turn had no text block), pending calls stripped."""
+    rnd = random.Random(seed)
+    out: list[Message] = []
+    for index, msg in enumerate(msgs):
+        if m.role(msg) == "tool" and rnd.random() < 0.5:
+            msg = {**msg, "content": f"[output {index} pruned]"}
+        elif m.tool_calls(msg) and rnd.random() < 0.3:
+            calls = [
+                {**c, "function": {**c["function"], "arguments": '{"shrunk":true}'}}
+                for c in m.tool_calls(msg)
+            ]
+            msg = {**msg, "tool_calls": calls}
+        elif m.role(msg) in ("user", "assistant") and rnd.random() < 0.2:
+            msg = {**msg, "content": f"[turn {index} rewritten]"}
+        out.append(msg)
+    return sanitize(out)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    which=st.sampled_from(AGENT_LOGS),
+    head=st.integers(1, 3),
+    tail=st.integers(2, 12),
+)
+def test_compacting_a_written_edit_equals_compacting_in_one_write(
+    seed: int, which: Path, head: int, tail: int
+) -> None:
+    """Edits written by one command and a compaction by the next give the file
+    one command doing both writes."""
+    transcript = formats.read(which.read_bytes(), path=str(which))
+    session = transcript.sessions[0]
+    edited = _edited(session.messages, seed)
+    once = formats.write(transcript.with_sessions([session.with_messages(edited)]))
+    again = formats.read(once, path="once.jsonl")
+    reread = again.sessions[0].messages
+    assume(normal(reread) == normal(edited) and len(reread) == len(edited))
+
+    def compact(msgs: list[Message]) -> list[Message]:
+        # A summary already in the head is replaced, as the pipeline updates it.
+        first = [x for x in msgs[:head] if not markers.is_summary(x)]
+        return sanitize([*first, summary_message(), *msgs[max(head, len(msgs) - tail) :]])
+
+    direct = formats.write(transcript.with_sessions([session.with_messages(compact(edited))]))
+    piped = formats.write(again.with_sessions([again.sessions[0].with_messages(compact(reread))]))
+    assert piped == direct
+    assert len(summaries(formats.read(direct, path="out.jsonl").sessions[0].messages)) == 1

@@ -117,6 +117,25 @@ def history_behind(doc: jsonl.Lines, chain: list[int]) -> set[int]:
     return out
 
 
+def passengers(
+    chain: list[int], message_lines: set[int], kept: set[int]
+) -> tuple[list[int], dict[int, list[int]]]:
+    """Non-message chain lines: those before any kept message line, and the
+    rest by the kept message line before them."""
+    leading: list[int] = []
+    trailing: dict[int, list[int]] = {}
+    anchor: int | None = None
+    for index in chain:
+        if index in message_lines:
+            if index in kept:
+                anchor = index
+        elif anchor is None:
+            leading.append(index)
+        else:
+            trailing.setdefault(anchor, []).append(index)
+    return leading, trailing
+
+
 def session_of(doc: jsonl.Lines, chain: list[int], label: str) -> Session:
     """The messages of one chain plus the source tables the writer needs."""
     slots: list[Any] = []  # a Message, or the message.id of an assistant group

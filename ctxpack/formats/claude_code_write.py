@@ -22,19 +22,22 @@ it replaces (ctxpack's archive keeps the original bytes):
 
 Without a new summary, tail lines a stage removed (stripped calls, orphan
 results) are deleted so no stale leaf can hide the new one, and everything
-else stays byte for byte. New uuids are derived from the session and a
-counter, so the same input gives the same output.
+else stays byte for byte. New uuids derive from the chain's root and what a
+line is for (the boundary, a copy of line X, a new turn with this content),
+so an edit gets the same uuid whether one run writes it or an earlier one did.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ctxpack import jsoncodec
 from ctxpack import messages as m
 from ctxpack.formats import blocks, jsonl
-from ctxpack.formats.claude_code import history_behind, line
+from ctxpack.formats.claude_code import history_behind, line, passengers
 from ctxpack.formats.origins import first_new_summary, pairs
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -88,10 +91,12 @@ class SessionWriter:
         self.chain: list[int] = ctx.get("chain", [])
         self.units: dict[int, list[tuple[Message, list[int]]]] = ctx.get("units", {})
         self.where: dict[int, tuple[str, list[int]]] = ctx.get("where", {})
-        last = line(doc, self.chain[-1]).get("uuid") if self.chain else None
-        last = last if isinstance(last, str) else f"line-{self.chain[-1] if self.chain else 0}"
-        self.seed = f"{last}/{number}"
-        self.counter = 0
+        # New uuids derive from the chain's root and what each line is for, so
+        # an edit gets the same uuid whether this run or an earlier one wrote it.
+        root = line(doc, self.chain[0]).get("uuid") if self.chain else None
+        root = root if isinstance(root, str) else f"line-{self.chain[0] if self.chain else 0}"
+        self.seed = f"{root}/{number}"
+        self.seen: dict[str, int] = {}
         self.taken = {
             str(obj["uuid"])
             for obj in doc.objs
@@ -101,16 +106,19 @@ class SessionWriter:
         self.state: dict[int, Obj | None] = {}
         self.plans: dict[int, list[Emission]] = {}
         self.fate: dict[int, Message] = {}
-        self.env_ref: Obj = line(doc, self.chain[-1]) if self.chain else {}
+        # New turns take their envelope from the last line, the markers from
+        # the first kept tail line (set once the cut is known).
+        self.last_ref: Obj = line(doc, self.chain[-1]) if self.chain else {}
+        self.env_ref = self.last_ref
 
-    def new_uuid(self) -> str:
-        # Derived, so the same input gives the same file; never one in use.
-        while True:
-            self.counter += 1
-            fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{self.counter}"))
-            if fresh not in self.taken:
-                self.taken.add(fresh)
-                return fresh
+    def new_uuid(self, key: str) -> str:
+        fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{key}"))
+        bump = 0
+        while fresh in self.taken:
+            bump += 1
+            fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{key}/{bump}"))
+        self.taken.add(fresh)
+        return fresh
 
     def run(self, edits: jsonl.Edits) -> None:
         items = pairs(self.session)
@@ -129,7 +137,8 @@ class SessionWriter:
         if tail_lines:
             self.env_ref = line(self.doc, tail_lines[0])
         seq: list[Slot] = []
-        leading, trailing = self._passengers(set(tail_lines))
+        message_lines = {i for _, lines in self.where.values() for i in lines}
+        leading, trailing = passengers(self.chain, message_lines, set(tail_lines))
         if cut is not None:
             seq += self._markers(items[cut][0])
             seq += self._copies(head)
@@ -168,9 +177,10 @@ class SessionWriter:
         per_line: dict[int, list[Any]] = {}
         if new is not None:
             template = lines[0]
-            for source, block in blocks.assistant_blocks([b for _, b in flat], orig, new):
+            found = blocks.assistant_blocks([b for _, b in flat], orig, new)
+            for k, (source, block) in enumerate(found):
                 if source is None:
-                    plan.append(("new", self._clone(template, [block])))
+                    plan.append(("new", self._clone(template, [block], key=f"{template}/{k}")))
                     continue
                 template = flat[source][0]
                 if template not in per_line:
@@ -212,43 +222,44 @@ class SessionWriter:
     def _emissions(self, msg: Message, orig: Message | None) -> list[Emission]:
         if orig is not None:
             return self.plans.get(id(orig), [])
-        key = id(msg)
-        if key not in self.plans:
-            self.plans[key] = [("new", obj) for obj in self._new_lines(msg)]
-        return self.plans[key]
+        if id(msg) not in self.plans:
+            digest = hashlib.sha256(jsoncodec.dumps(msg)).hexdigest()[:20]
+            self.seen[digest] = self.seen.get(digest, 0) + 1
+            key = f"new/{digest}/{self.seen[digest]}"
+            self.plans[id(msg)] = [("new", obj) for obj in self._new_lines(msg, key)]
+        return self.plans[id(msg)]
 
     # -- building lines ---------------------------------------------------
 
-    def _envelope(self) -> Obj:
-        ref = self.env_ref
+    def _envelope(self, ref: Obj) -> Obj:
         env = {k: ref[k] for k in ENVELOPE if k in ref}
         env.setdefault("isSidechain", False)
         env.setdefault("sessionId", str(uuid.uuid5(NAMESPACE, self.seed)))
         return env
 
-    def _timestamp(self) -> str:
-        stamp = self.env_ref.get("timestamp")
+    def _timestamp(self, ref: Obj) -> str:
+        stamp = ref.get("timestamp")
         return stamp if isinstance(stamp, str) else self.stamp
 
-    def _user(self, content: Any, **extra: Any) -> Obj:
+    def _user(self, content: Any, *, key: str, ref: Obj, **extra: Any) -> Obj:
         return {
             "parentUuid": None,
-            **self._envelope(),
+            **self._envelope(ref),
             "type": "user",
             "message": {"role": "user", "content": content},
             **extra,
-            "uuid": self.new_uuid(),
-            "timestamp": self._timestamp(),
+            "uuid": self.new_uuid(key),
+            "timestamp": self._timestamp(ref),
         }
 
-    def _new_lines(self, msg: Message) -> list[Obj]:
-        role = m.role(msg)
+    def _new_lines(self, msg: Message, key: str) -> list[Obj]:
+        role, ref = m.role(msg), self.last_ref
         if role == "tool":
-            return [self._user([blocks.result_block(None, msg)])]
+            return [self._user([blocks.result_block(None, msg)], key=key, ref=ref)]
         if role == "assistant":
-            message_id = f"msg_ctxpack_{uuid.uuid5(NAMESPACE, self.seed + str(self.counter)).hex}"
+            message_id = f"msg_ctxpack_{uuid.uuid5(NAMESPACE, f'{self.seed}/{key}').hex}"
             out = []
-            for _, block in blocks.assistant_blocks([], None, msg):
+            for k, (_, block) in enumerate(blocks.assistant_blocks([], None, msg)):
                 body = {
                     "id": message_id,
                     "type": "message",
@@ -256,45 +267,47 @@ class SessionWriter:
                     "model": SYNTHETIC_MODEL,
                     "content": [block],
                 }
-                out.append(self._assistant(body))
+                out.append(self._assistant(body, key=f"{key}/{k}", ref=ref))
             return out
         content = msg.get("content")
         value = content if isinstance(content, str) else blocks.content_to_blocks(content)
         if role in ("system", "developer"):
-            return [self._user(value, isMeta=True)]
-        return [self._user(value)]
+            return [self._user(value, key=key, ref=ref, isMeta=True)]
+        return [self._user(value, key=key, ref=ref)]
 
-    def _assistant(self, body: Obj) -> Obj:
+    def _assistant(self, body: Obj, *, key: str, ref: Obj) -> Obj:
         return {
             "parentUuid": None,
-            **self._envelope(),
+            **self._envelope(ref),
             "message": body,
             "type": "assistant",
-            "uuid": self.new_uuid(),
-            "timestamp": self._timestamp(),
+            "uuid": self.new_uuid(key),
+            "timestamp": self._timestamp(ref),
         }
 
     def _copy(self, obj: Obj) -> Obj:
         """A kept head line repeated after the summary, under a fresh uuid."""
-        return {**obj, "uuid": self.new_uuid()}
+        return {**obj, "uuid": self.new_uuid(f"copy/{obj.get('uuid')}")}
 
-    def _clone(self, index: int, content: list[Any]) -> Obj:
+    def _clone(self, index: int, content: list[Any], *, key: str) -> Obj:
         obj = line(self.doc, index)
-        return {**obj, "message": {**obj["message"], "content": content}, "uuid": self.new_uuid()}
+        fresh = self.new_uuid(f"clone/{key}")
+        return {**obj, "message": {**obj["message"], "content": content}, "uuid": fresh}
 
     def _markers(self, summary: Message) -> list[Slot]:
-        boundary_id = self.new_uuid()
+        ref = self.env_ref
+        boundary_id = self.new_uuid("boundary")
         boundary = {
             "parentUuid": None,
             # The lines before the boundary leave the file (the archive keeps
             # them); a back-pointer to a missing line trips some readers.
             "logicalParentUuid": None,
-            **self._envelope(),
+            **self._envelope(ref),
             "type": "system",
             "subtype": "compact_boundary",
             "content": "Conversation compacted",
             "isMeta": False,
-            "timestamp": self._timestamp(),
+            "timestamp": self._timestamp(ref),
             "uuid": boundary_id,
             "level": "info",
             # No preTokens: the count before the summary depends on whether
@@ -303,7 +316,9 @@ class SessionWriter:
             "compactMetadata": {"trigger": "manual", "postTokens": self.post_tokens()},
         }
         text = m.text(summary)
-        note = self._user(text, isVisibleInTranscriptOnly=True, isCompactSummary=True)
+        note = self._user(
+            text, key="summary", ref=ref, isVisibleInTranscriptOnly=True, isCompactSummary=True
+        )
         note["parentUuid"] = boundary_id
         return [Slot(boundary, None), Slot(note, None)]
 
@@ -316,15 +331,17 @@ class SessionWriter:
         copied: set[int] = set()
         for msg, orig in head:
             for kind, value in self._emissions(msg, orig):
-                if kind == "new":
-                    out.append(Slot(value, None))
-                elif value not in copied:
+                if kind == "line" and value in copied:
+                    continue
+                if kind == "line":
                     copied.add(value)
-                    state = self.state.get(value) or line(self.doc, value)
-                    copy = self._copy(state)
-                    if isinstance(state.get("uuid"), str):
-                        remap[state["uuid"]] = copy["uuid"]
-                    out.append(Slot(copy, None))
+                # A new line is copied too: written by an earlier run, it
+                # would be an old line here, copied under the same uuid.
+                state = value if kind == "new" else self.state.get(value) or line(self.doc, value)
+                copy = self._copy(state)
+                if isinstance(state.get("uuid"), str):
+                    remap[state["uuid"]] = copy["uuid"]
+                out.append(Slot(copy, None))
         for slot in out:
             source = slot.obj.get("sourceToolAssistantUUID")
             if isinstance(source, str) and source in remap:
@@ -332,22 +349,6 @@ class SessionWriter:
         return out
 
     # -- chain and placement ----------------------------------------------
-
-    def _passengers(self, kept: set[int]) -> tuple[list[int], dict[int, list[int]]]:
-        """Non-message chain lines, each attached to the kept message line before it."""
-        message_lines = {i for _, lines in self.where.values() for i in lines}
-        leading: list[int] = []
-        trailing: dict[int, list[int]] = {}
-        anchor: int | None = None
-        for index in self.chain:
-            if index in message_lines:
-                if index in kept:
-                    anchor = index
-            elif anchor is None:
-                leading.append(index)
-            else:
-                trailing.setdefault(anchor, []).append(index)
-        return leading, trailing
 
     def _link(self, seq: list[Slot], *, compacted: bool) -> None:
         previous: str | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ctxpack import messages as m
 from ctxpack.formats import jsonl
 from ctxpack.formats.base import ReadOptions
 from ctxpack.formats.claude_code import last_timestamp, line, session_of
@@ -94,29 +95,30 @@ class StreamWriter(SessionWriter):
             None,
         )
 
-    def _line(self, kind: str, body: Obj) -> Obj:
+    def _line(self, kind: str, body: Obj, *, key: str, ref: Obj) -> Obj:
         if self.wrapped:
-            return {"type": kind, "message": body, "timestamp": self._timestamp()}
+            return {"type": kind, "message": body, "timestamp": self._timestamp(ref)}
         out: Obj = {"type": kind, "message": body, "parent_tool_use_id": None}
         if self.session_id:
             out["session_id"] = self.session_id
-        out["uuid"] = self.new_uuid()
+        out["uuid"] = self.new_uuid(key)
         return out
 
-    def _user(self, content: Any, **extra: Any) -> Obj:
-        return self._line("user", {"role": "user", "content": content})
+    def _user(self, content: Any, *, key: str, ref: Obj, **extra: Any) -> Obj:
+        return self._line("user", {"role": "user", "content": content}, key=key, ref=ref)
 
-    def _assistant(self, body: Obj) -> Obj:
-        return self._line("assistant", body)
+    def _assistant(self, body: Obj, *, key: str, ref: Obj) -> Obj:
+        return self._line("assistant", body, key=key, ref=ref)
 
     def _copy(self, obj: Obj) -> Obj:
-        return {**obj, "uuid": self.new_uuid()} if "uuid" in obj else dict(obj)
+        if "uuid" not in obj:
+            return dict(obj)
+        return {**obj, "uuid": self.new_uuid(f"copy/{obj['uuid']}")}
 
-    def _clone(self, index: int, content: list[Any]) -> Obj:
-        obj = self.doc.objs[index]
-        assert obj is not None
+    def _clone(self, index: int, content: list[Any], *, key: str) -> Obj:
+        obj = line(self.doc, index)
         out = {**obj, "message": {**obj["message"], "content": content}}
-        return self._copy(out)
+        return {**out, "uuid": self.new_uuid(f"clone/{key}")} if "uuid" in out else out
 
     def _link(self, seq: list[Slot], *, compacted: bool) -> None:
         return
@@ -133,24 +135,24 @@ class StreamWriter(SessionWriter):
         }
 
     def _markers(self, summary: Message) -> list[Slot]:
+        ref = self.env_ref
         meta = {"trigger": "manual", "post_tokens": self.post_tokens()}
         if self.wrapped:
             body: Obj = {
                 "subtype": "compact_boundary",
                 "compact_metadata": meta,
-                "uuid": self.new_uuid(),
+                "uuid": self.new_uuid("boundary"),
             }
             if self.session_id:
                 body["session_id"] = self.session_id
-            boundary: Obj = {"type": "system", "message": body, "timestamp": self._timestamp()}
+            boundary: Obj = {"type": "system", "message": body, "timestamp": self._timestamp(ref)}
         else:
             boundary = {"type": "system", "subtype": "compact_boundary", "compact_metadata": meta}
             if self.session_id:
                 boundary["session_id"] = self.session_id
-            boundary["uuid"] = self.new_uuid()
-        from ctxpack import messages as m
-
-        note = self._user([{"type": "text", "text": m.text(summary)}])
+            boundary["uuid"] = self.new_uuid("boundary")
+        text = [{"type": "text", "text": m.text(summary)}]
+        note = self._user(text, key="summary", ref=ref)
         return [Slot(boundary, None), Slot(note, None)]
 
 

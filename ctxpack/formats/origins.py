@@ -69,12 +69,20 @@ def resolve(session: Session) -> Resolved:
         if found[k] is not None:
             last = k
     anchors = list(found)
+    # Past a new summary, turns line up with the end (the tail), not the start.
+    past_summary = False
     for k, msg in enumerate(out):
-        if found[k] is None:
-            placed = _by_position(k, msg, prev_anchor[k], next_anchor[k], anchors, originals, used)
-            if placed is not None:
-                found[k] = placed
-                used.add(placed)
+        if anchors[k] is not None:
+            past_summary = False
+            continue
+        placed = _by_position(
+            k, msg, (prev_anchor[k], next_anchor[k]), anchors, originals, used, past_summary
+        )
+        if placed is not None:
+            found[k] = placed
+            used.add(placed)
+        elif markers.is_summary(msg):
+            past_summary = True
     origin = [originals[i] if i is not None else None for i in found]
     output_of = {id(orig): msg for orig, msg in zip(origin, out, strict=True) if orig is not None}
     return Resolved(origin=origin, output_of=output_of)
@@ -92,12 +100,13 @@ def _by_ids(msg: Message, by_result: dict[str, int], by_call: dict[str, int]) ->
 def _by_position(
     k: int,
     msg: Message,
-    prev_k: int | None,
-    next_k: int | None,
+    around: tuple[int | None, int | None],
     anchors: list[int | None],
     originals: list[Message],
     used: set[int],
+    from_end: bool,
 ) -> int | None:
+    prev_k, next_k = around
     low = anchors[prev_k] if prev_k is not None else -1
     high = anchors[next_k] if next_k is not None else len(originals)
     assert low is not None and high is not None
@@ -115,10 +124,13 @@ def _by_position(
             ):
                 return i
         return None
-    # Otherwise only the message at the same offset from the previous anchor.
-    i = low + (k - (prev_k if prev_k is not None else -1))
-    if low < i < high and i not in used and m.role(originals[i]) == m.role(msg):
-        return i
+    # Otherwise only the message at the same offset from the previous anchor,
+    # or from the next one (or the end).
+    after = low + (k - (prev_k if prev_k is not None else -1))
+    before = high - ((next_k if next_k is not None else len(anchors)) - k)
+    for i in (before, after) if from_end else (after, before):
+        if low < i < high and i not in used and m.role(originals[i]) == m.role(msg):
+            return i
     return None
 
 
