@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -162,7 +164,8 @@ def compress(
 
         if not batch:
             source = inputs[0][0]
-            outcome = compress_file(job(source, _single_output(source, output)))
+            with _working(settings.llm.model if settings.llm else None):
+                outcome = compress_file(job(source, _single_output(source, output)))
             _finish([outcome], report_file=report_file, batch=False)
             return
         if output is not None and Path(output).is_file():
@@ -176,6 +179,27 @@ def compress(
                 Path(j.output).parent.mkdir(parents=True, exist_ok=True)
         outcomes = _run_with_progress(batch_jobs, workers=resolved["jobs"], fail_fast=fail_fast)
         _finish(outcomes, report_file=report_file, batch=True)
+
+
+@contextlib.contextmanager
+def _working(model: str | None) -> Iterator[None]:
+    """A spinner with elapsed time while an LLM call may be running (terminals only)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from ctxpack.cli.render import console
+
+    if model is None or not console.is_terminal:
+        yield
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn(f"compacting, summarizer {model}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        progress.add_task("", total=None)
+        yield
 
 
 def _single_output(source: str, output: str | None) -> str | None:
