@@ -110,6 +110,8 @@ def compress_report(report: Any) -> None:
     header = (
         f"{report.path} — {report.format}, {len(report.sessions)} session(s): {', '.join(statuses)}"
     )
+    if report.skipped_lines:
+        header += f"; {report.skipped_lines} invalid line(s) skipped and kept as they were"
     console.print(_escape(header), style="bold", soft_wrap=True)
     notes: dict[str, int] = {}
     for s in report.sessions:
