@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -19,6 +20,8 @@ from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event as EventType
+
     from ctxpack.evaluate import EvalReport
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
@@ -124,6 +127,7 @@ def settings_record(settings: CompressSettings) -> dict[str, Any]:
         "prune": settings.prune,
         "prune_only": settings.prune_only,
         "focus": settings.focus,
+        "redact": settings.redact,
         "model": settings.llm.model if settings.llm else None,
     }
 
@@ -190,6 +194,26 @@ def looks_like_transcript(path: Path) -> bool:
     return True
 
 
+INTERRUPTED = 130
+_stop: EventType | None = None
+
+
+def _init_worker(stop: EventType) -> None:
+    global _stop
+    _stop = stop
+
+
+def _worker_job(job: FileJob) -> FileOutcome:
+    if _stop is not None and _stop.is_set():
+        return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
+    try:
+        return compress_file(job)
+    except KeyboardInterrupt:
+        if _stop is not None:
+            _stop.set()
+        raise
+
+
 def run_batch(
     jobs: list[FileJob], *, workers: int, on_done: Callable[[FileOutcome], bool]
 ) -> list[FileOutcome]:
@@ -207,15 +231,26 @@ def run_batch(
             if not on_done(outcome):
                 break
         return outcomes
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        pending: list[Future[FileOutcome]] = [pool.submit(compress_file, job) for job in jobs]
-        for future in as_completed(pending):
-            outcome = future.result()
-            outcomes.append(outcome)
-            if not on_done(outcome):
-                for other in pending:
-                    other.cancel()
-                break
+    # Set on Ctrl-C or --fail-fast: files already handed to a worker but not
+    # yet started are skipped instead of written.
+    stop = multiprocessing.get_context().Event()
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_init_worker, initargs=(stop,)
+    ) as pool:
+        pending: list[Future[FileOutcome]] = [pool.submit(_worker_job, job) for job in jobs]
+        try:
+            for future in as_completed(pending):
+                outcome = future.result()
+                outcomes.append(outcome)
+                if not on_done(outcome):
+                    stop.set()
+                    for other in pending:
+                        other.cancel()
+                    break
+        except BaseException:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     # Worker results carry pickled copies of their jobs: match them by source.
     order = {job.source: i for i, job in enumerate(jobs)}
     outcomes.sort(key=lambda o: order.get(o.job.source, 0))

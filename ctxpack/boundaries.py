@@ -71,10 +71,15 @@ def _is_system(msg: Message) -> bool:
 
 
 def latest_user_index(messages: list[Message]) -> int | None:
-    """The latest real user message: a user turn, not a summary or a tool result."""
+    """The latest real user message: a user turn with something in it (text or an
+    image), not a summary or a tool result."""
     for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
-        if m.role(msg) == "user" and not m.is_tool_result(msg) and not is_summary(msg):
+        if (
+            m.role(msg) == "user"
+            and not is_summary(msg)
+            and (m.has_visible_text(msg) or m.image_count(msg))
+        ):
             return i
     return None
 

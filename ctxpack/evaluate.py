@@ -20,8 +20,9 @@ from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.boundaries import latest_user_index
 from ctxpack.errors import UsageError
-from ctxpack.facts import Facts, extract_facts
-from ctxpack.facts_text import collapse, dedupe, mask_secrets, mentions
+from ctxpack.facts import FactCollector, Facts, MessageFacts, known_facts, message_facts
+from ctxpack.facts_match import Haystack
+from ctxpack.facts_text import collapse, mask_secrets
 from ctxpack.report import ratio
 from ctxpack.summarizer import HEADINGS
 from ctxpack.tokens import TokenCounter
@@ -150,21 +151,25 @@ class FactCache:
     """Facts per distinct message, shared across sessions (system prompts repeat)."""
 
     def __init__(self) -> None:
-        self._facts: dict[bytes, Facts] = {}
+        self._facts: dict[bytes, MessageFacts] = {}
 
     def of(self, messages: list[Message]) -> Facts:
         # Extraction is per message, so merging per-message facts in order
         # gives what extract_facts(messages) gives.
-        parts = [self._one(msg) for msg in messages]
-        return Facts(
-            **{name: dedupe(x for p in parts for x in getattr(p, name)) for name in CATEGORIES}
-        )
+        collector = FactCollector()
+        for msg in messages:
+            collector.add(self._one(msg))
+        return collector.facts()
 
-    def _one(self, msg: Message) -> Facts:
+    def _one(self, msg: Message) -> MessageFacts:
+        # The summarizer has just read most of these very messages.
+        known = known_facts(msg)
+        if known is not None:
+            return known
         key = orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str)
         hit = self._facts.get(key)
         if hit is None:
-            hit = self._facts[key] = extract_facts([msg])
+            hit = self._facts[key] = message_facts(msg)
         return hit
 
 
@@ -178,17 +183,19 @@ def evaluate(
     """Compare one session before and after compaction."""
     cache = cache or FactCache()
     survivors = {_key(msg) for msg in compacted}
-    region = [msg for msg in original if _key(msg) not in survivors]
-    haystack = collapse("\n".join(visible_texts(compacted)))
-    summaries = _summaries(compacted, {_key(msg) for msg in original})
+    original_keys = [_key(msg) for msg in original]
+    region = [msg for msg, key in zip(original, original_keys, strict=True) if key not in survivors]
+    haystack = Haystack("\n".join(visible_texts(compacted)))
+    survives = _Survival(haystack)
+    summaries = _summaries(compacted, set(original_keys))
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
-        region=_retention(cache.of(region), haystack),
-        transcript=_retention(cache.of(original), haystack),
+        region=_retention(cache.of(region), survives),
+        transcript=_retention(cache.of(original), survives),
         checks=[
             _orphan_check(original, compacted),
-            _latest_user_check(original, compacted, haystack),
+            _latest_user_check(original, compacted, haystack.text),
             *_summary_checks(summaries),
         ],
         tokens_before=counter.messages(original),
@@ -269,18 +276,31 @@ def _key(msg: Message) -> bytes:
     return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)
 
 
-def _retention(facts: Facts, haystack: str) -> list[CategoryRetention]:
+def _retention(facts: Facts, survives: _Survival) -> list[CategoryRetention]:
     rows = []
     for name, items in facts.categories():
-        kept = [item for item in items if _survives(item, haystack)]
-        missing = [item for item in items if not _survives(item, haystack)]
+        flags = [survives(item) for item in items]
+        kept = [item for item, ok in zip(items, flags, strict=True) if ok]
+        missing = [item for item, ok in zip(items, flags, strict=True) if not ok]
         rows.append(CategoryRetention(name, list(items), kept, missing))
     return rows
 
 
-def _survives(item: str, haystack: str) -> bool:
-    # The preserved-facts section masks credentials on purpose; that still counts.
-    return mentions(haystack, item) or mentions(haystack, mask_secrets(item))
+class _Survival:
+    """Whether a fact is found in the compacted text, each fact looked up once
+    (the region's facts are the transcript's too)."""
+
+    def __init__(self, haystack: Haystack) -> None:
+        self.haystack = haystack
+        self._seen: dict[str, bool] = {}
+
+    def __call__(self, item: str) -> bool:
+        hit = self._seen.get(item)
+        if hit is None:
+            # The preserved-facts section masks credentials on purpose; that still counts.
+            hit = self.haystack.mentions(item) or self.haystack.mentions(mask_secrets(item))
+            self._seen[item] = hit
+        return hit
 
 
 def _merge(groups: list[list[CategoryRetention]]) -> list[CategoryRetention]:

@@ -15,17 +15,17 @@ Where facts come from, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ctxpack import messages as m
+from ctxpack.facts_match import Haystack
 from ctxpack.facts_text import (
     collapse,
     command_of,
-    dedupe,
     directives_in,
     error_lines,
     identifiers_in,
     mask_secrets,
-    mentions,
     paths_in_arguments,
     paths_in_text,
     result_flagged_error,
@@ -73,40 +73,146 @@ _LABELS = {
 PRESERVED_INTRO = "Facts from the compacted turns that the record above does not mention:"
 
 
-def extract_facts(messages: list[Message]) -> Facts:
-    buckets: dict[str, list[str]] = {f.name: [] for f in fields(Facts)}
-    for index, msg in enumerate(messages):
-        role = m.role(msg)
+# One message's facts: (category, items, their collapsed keys) for each
+# category it has any of, items de-duplicated within the message.
+MessageFacts = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+# A message's tool calls as (raw arguments, parsed arguments).
+Calls = list[tuple[str, dict[str, Any]]]
+_CATEGORIES = tuple(f.name for f in fields(Facts))
+
+
+def message_facts(
+    msg: Message, *, body: str | None = None, calls: Calls | None = None
+) -> MessageFacts:
+    """The facts of one message; `body` (its text) and `calls` (its calls'
+    raw and parsed arguments) save work when the caller has them."""
+    if body is None:
         body = m.text(msg)
-        if m.is_tool_result(msg):
-            errors = error_lines(body, flagged=result_flagged_error(msg))
-            buckets["errors"].extend(errors)
-            for line in errors:
-                buckets["paths"].extend(paths_in_text(line))
-        else:
-            buckets["paths"].extend(paths_in_text(body))
-            buckets["values"].extend(values_in(body))
-            if role == "user":
-                buckets["directives"].extend(directives_in(body))
-        buckets["identifiers"].extend(identifiers_in(body))
-        buckets["urls"].extend(urls_in(body))
-        for use in calls_of(msg, index):
-            args = parse_arguments(use.arguments)
-            command = command_of(args)
-            if command:
-                buckets["commands"].append(command)
-            buckets["paths"].extend(paths_in_arguments(args, use.arguments))
-            buckets["identifiers"].extend(identifiers_in(use.arguments))
-            buckets["urls"].extend(urls_in(use.arguments))
-    return Facts(**{name: dedupe(items) for name, items in buckets.items()})
+    if calls is None:
+        calls = message_calls(msg)
+    role = m.role(msg)
+    paths: list[str] = []
+    errors: list[str] = []
+    values: list[str] = []
+    directives: list[str] = []
+    if role in ("tool", "function"):
+        errors = error_lines(body, flagged=result_flagged_error(msg))
+        for line in errors:
+            paths.extend(paths_in_text(line))
+    else:
+        paths = paths_in_text(body)
+        values = values_in(body)
+        if role == "user":
+            directives = directives_in(body)
+    identifiers = identifiers_in(body)
+    urls = urls_in(body)
+    commands: list[str] = []
+    for raw, args in calls:
+        command = command_of(args)
+        if command:
+            commands.append(command)
+        paths.extend(paths_in_arguments(args, raw))
+        identifiers.extend(identifiers_in(raw))
+        urls.extend(urls_in(raw))
+    found = (
+        ("paths", paths),
+        ("commands", commands),
+        ("errors", errors),
+        ("identifiers", identifiers),
+        ("urls", urls),
+        ("values", values),
+        ("directives", directives),
+    )
+    return tuple(_unique(name, items) for name, items in found if items)
+
+
+def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    kept: list[str] = []
+    keys: dict[str, None] = {}
+    for item in items:
+        key = collapse(item)
+        if key and key not in keys:
+            kept.append(item)
+            keys[key] = None
+    return name, tuple(kept), tuple(keys)
+
+
+def message_calls(msg: Message, index: int = 0) -> Calls:
+    return [(use.arguments, parse_arguments(use.arguments)) for use in calls_of(msg, index)]
+
+
+class FactCollector:
+    """Facts gathered message by message, each kept once (first appearance)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[str]] = {name: [] for name in _CATEGORIES}
+        self._seen: dict[str, set[str]] = {name: set() for name in _CATEGORIES}
+
+    def add(self, facts: MessageFacts) -> None:
+        for category, items, keys in facts:
+            if not items:
+                continue
+            seen, out = self._seen[category], self._items[category]
+            for item, key in zip(items, keys, strict=True):
+                if key not in seen:
+                    seen.add(key)
+                    out.append(item)
+
+    def facts(self) -> Facts:
+        return Facts(**{name: list(items) for name, items in self._items.items()})
+
+
+def extract_facts(messages: list[Message]) -> Facts:
+    collector = FactCollector()
+    for msg in messages:
+        collector.add(message_facts(msg))
+    return collector.facts()
+
+
+# The summarizer extracts the middle's facts while it reads it; the pipeline
+# then asks for the preserved facts of nearly the same messages, and the
+# retention check for the facts of the original ones (mostly the same
+# objects). Facts are kept per message object for them, for one middle at a
+# time: messages are never changed in place, a changed one is a new object.
+# Long sessions also repeat whole messages (re-run commands, re-read files,
+# injected reminders): equal messages are read once.
+_known: dict[int, tuple[Message, MessageFacts]] = {}
+_by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
+
+
+def start_memo() -> None:
+    """Forget the facts remembered for an earlier middle."""
+    _known.clear()
+    _by_content.clear()
+
+
+def known_facts(msg: Message) -> MessageFacts | None:
+    hit = _known.get(id(msg))
+    return hit[1] if hit is not None and hit[0] is msg else None
+
+
+def remembered_facts(msg: Message, *, body: str, calls: Calls) -> MessageFacts:
+    """message_facts(msg), remembered until the next start_memo."""
+    found = known_facts(msg)
+    if found is None:
+        # Everything message_facts reads of the message.
+        role = m.role(msg)
+        kind = "result" if role in ("tool", "function") else "user" if role == "user" else ""
+        flagged = kind == "result" and result_flagged_error(msg)
+        key = (kind, flagged, body, tuple(raw for raw, _ in calls))
+        found = _by_content.get(key)
+        if found is None:
+            found = _by_content[key] = message_facts(msg, body=body, calls=calls)
+        _known[id(msg)] = (msg, found)
+    return found
 
 
 def missing_facts(facts: Facts, text: str) -> Facts:
     """The facts that do not appear in `text` (whitespace-insensitive)."""
-    haystack = collapse(text)
+    haystack = Haystack(text)
     return Facts(
         **{
-            name: [item for item in items if not mentions(haystack, item)]
+            name: [item for item in items if not haystack.mentions(item)]
             for name, items in facts.categories()
         }
     )
@@ -132,22 +238,33 @@ def preserved_facts_section(
 ) -> str:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
     most important first, within cap_tokens; "" when nothing is missing."""
-    missing = missing_facts(extract_facts(middle), summary_text)
+    collector = FactCollector()
+    for msg in middle:
+        known = known_facts(msg)
+        collector.add(message_facts(msg) if known is None else known)
+    facts = collector.facts()
+    haystack = Haystack(summary_text)
     candidates = [
         fact_line(category, item)
         for category in PRESERVED_ORDER
-        for item in getattr(missing, category)
+        for item in getattr(facts, category)
+        if not haystack.mentions(item)
     ]
     if not candidates:
         return ""
     head = [f"## {PRESERVED_FACTS_HEADING}", PRESERVED_INTRO]
     used = counter.text("\n".join(head)) + 1
+    more = _more_cost(counter)
     chosen: list[str] = []
     skipped = 0
-    for line in candidates:
+    for number, line in enumerate(candidates):
+        if used + 2 + more > cap_tokens:
+            # Every line costs at least 2: none of the rest can fit.
+            skipped += len(candidates) - number
+            break
         cost = counter.text(line) + 1
         # Keep room for the closing "(+N more)" line while items remain.
-        if used + cost + _more_cost(counter) <= cap_tokens:
+        if used + cost + more <= cap_tokens:
             chosen.append(line)
             used += cost
         else:

@@ -1,32 +1,74 @@
 """Low-level scanners for the facts a reader of a transcript needs: paths,
 commands, error lines, identifiers, URLs, values, exit codes, and a small
-secret mask. Pure functions over strings and parsed tool arguments."""
+secret mask. Pure functions over strings and parsed tool arguments.
+
+They run over every text of long transcripts, so each one first checks a
+cheap necessary condition (a substring any match must hold) and anchors its
+regex on a character class rather than a look-behind, which lets the regex
+engine skip ahead instead of trying every position."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+import string
+from collections.abc import Iterator
 from typing import Any
 
+from ctxpack.facts_match import byte_view, folded
+
+# Re-exported: callers read every scanner from here.
+from ctxpack.facts_match import collapse as collapse
+from ctxpack.facts_match import dedupe as dedupe
+from ctxpack.facts_match import mentions as mentions
+from ctxpack.facts_paths import URL_RE as URL_RE
+from ctxpack.facts_paths import clean_path as clean_path
+from ctxpack.facts_paths import looks_like_path as looks_like_path
+from ctxpack.facts_paths import paths_in_command as paths_in_command
+from ctxpack.facts_paths import paths_in_text as paths_in_text
 from ctxpack.transcript import Message
 
-URL_RE = re.compile(r"(?:https?|wss?|ftp)://[^\s<>\"'`)\]{}|\\^]+")
 _URL_TRAIL = ".,;:!?*_"
 
 _UUID_RE = re.compile(
     r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
 )
-# A sha256 first, so a 64-digit hash is not cut into a 40-digit one.
-_HEX_RE = re.compile(r"(?<![\w#-])(?:[0-9a-f]{64}|[0-9a-f]{7,40})(?![\w-])")
+# Hex ids are whole runs of 7-40 (a short or full SHA) or 64 (a sha256) hex
+# digits; a UUID starts with a run of 8. Runs are found on a view of the text
+# with every hex digit as "x".
+_HEX_VIEW = bytes(ord("x") if chr(i) in string.hexdigits else ord(" ") for i in range(256))
+_HEX_BEFORE = re.compile(r"[\w#-]")
+_HEX_AFTER = re.compile(r"[\w-]")
 
 _UNITS = (
     r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
     r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"
 )
-_NUMBER_UNIT_RE = re.compile(rf"(?<![\w.$])\d+(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%])")
+# A number with a unit, not preceded by a word character, "." or "$".
+_NUMBER_UNIT_RE = re.compile(rf"\d\d*(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%])")
+_NUMBER_BLOCKER = re.compile(r"[\w.$]")
+_DIGITS = re.compile(r"\d+")
+# Digits as "0", "." and "," as ".", spaces as " ", the first letters of the
+# units as "u", anything else as "-".
+_NUMBER_VIEW = (
+    bytes(
+        ord("0")
+        if chr(i).isdigit()
+        else ord(".")
+        if chr(i) in ".,"
+        else 32
+        if chr(i).isspace()
+        else ord("u")
+        if chr(i) in "%KMGTPbmnshdwHkclt"
+        else ord("-")
+        for i in range(128)
+    )
+    + b"-" * 128
+)
 # Thousands groups only: "$1,000," ends a clause, the comma is not part of it.
-_MONEY_RE = re.compile(r"(?<![\w])[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+# Not preceded by a word character.
+_MONEY_RE = re.compile(r"[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+_WORD_CHAR = re.compile(r"\w")
 # "the 1990s" is a decade, not thirty seconds.
 _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
@@ -39,11 +81,12 @@ _DIRECTIVE_RE = re.compile(
     r"|\buse\b.{1,80}\binstead\b",
     re.IGNORECASE,
 )
+# Every directive holds one of these (lowercased).
+_DIRECTIVE_HINTS = ("don", "doesn", "not", "never", "always", "must", "sure", "instead")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_SENTENCE = 300
 
-_ERROR_RE = re.compile(
-    r"""^\s*(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
+_ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
         [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
       | Error:\s.+
       | error(?:\[E\d{4}\])?:\s.+
@@ -52,9 +95,15 @@ _ERROR_RE = re.compile(
       | npm\sERR!.*
       | thread\s'[^']*'\spanicked.*
       | panic:\s.+
-    )$""",
-    re.MULTILINE | re.VERBOSE,
-)
+    )$"""
+_ERROR_RE = re.compile(r"^\s*" + _ERROR_LINE, re.MULTILINE | re.VERBOSE)
+# The same from its first non-space character: every line start before that
+# character leads to this one attempt.
+_ERROR_AT = re.compile(_ERROR_LINE, re.MULTILINE | re.VERBOSE)
+# A long run of blank lines makes _ERROR_RE retry the run from each of them.
+_LONG_SPACE = re.compile(r"\n\s{64}")
+_SPACES = re.compile(r"\s*")
+_ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "ERR!", "panic")
 MAX_ERROR_CHARS = 300
 ERRORS_PER_RESULT = 5
 # Lines a tool wrapper prints around the real output (Codex exec, Claude Code Bash).
@@ -92,179 +141,50 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powers
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
 _PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
-_EXT_WORDS = """
-    py pyi pyx js mjs cjs ts tsx jsx rs go java kt kts c h cc cpp hpp cs rb php swift m mm
-    scala sh bash zsh fish ps1 bat md rst txt json jsonl yaml yml toml ini cfg conf env lock log
-    csv tsv xml html htm css scss sass less vue svelte sql proto graphql ipynb pdf png jpg jpeg
-    gif svg webp zip gz tar tgz whl so dll exe dylib traj patch diff gradle tf lua dart ex exs
-    erl hs ml r jl nix rlog db sqlite"""
-_KNOWN_EXT = frozenset(_EXT_WORDS.split())
-_WINDOWS_RE = re.compile(r"[A-Za-z]:\\(?:[^\\/:*?\"<>|\r\n]+\\)*[^\\/:*?\"<>|\r\n]*")
-_WINDOWS_UNQUOTED_RE = re.compile(r"(?<![\w])[A-Za-z]:\\(?:[^\\/:*?\"<>|\s]+\\)*[^\\/:*?\"<>|\s]*")
-_QUOTED_RE = re.compile(r"\"([^\"\n]{2,300})\"|'([^'\n]{2,300})'|`([^`\n]{2,300})`")
-_BAD_PATH_CHARS = frozenset("<>|*?\"'`$(){}[];,=&!^\t\r\n")
-_SEGMENT_RE = re.compile(r"[\w.@+~-]+")
-_SEGMENT_SPACED_RE = re.compile(r"[\w.@+~ -]+")
-_EXT_RE = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
-_LOCATION_SUFFIX = re.compile(r"(?::\d+)+$")
-# A pytest node id names its file first: tests/test_x.py::TestY::test_z
-_NODE_ID = re.compile(r"^([^:\s]+\.[A-Za-z]\w*)::\S+$")
-_INITIALS = re.compile(r"^[A-Z]\.[A-Z]$")  # "George R.R. Martin"
-_PRODUCT_JS = re.compile(r"^[A-Z][A-Za-z0-9]*\.js$")  # Node.js, Vue.js: names, not files
-# Every path holds a separator or a ".ext"; most words of prose hold neither.
-_PATHISH = re.compile(r"[/\\]|\.[A-Za-z]")
-_PATH_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.")
-_STRIP_LEAD = "([{\"'`"
-_STRIP_TRAIL = ".,;:!?)]}\"'`"
-
-_SECRET_RES = (
-    re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+# Each secret shape with what any match of it contains, so most texts skip
+# the regexes: tried in this order.
+_SECRETS = (
+    (("sk-",), re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")),
+    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}")),
+    (("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    (("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    (("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    (
+        ("-----BEGIN ",),
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ),
 )
 _SECRET_ASSIGN_RE = re.compile(
     r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
     r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
 )
+_ASSIGN_HINTS = ("pass", "pwd", "secret", "key", "token")  # lowercased
 _BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}")
 MASK = "[masked]"
 
 
-def collapse(text: str) -> str:
-    """Whitespace-collapsed form used to compare facts with a summary."""
-    return " ".join(text.split())
-
-
-def mentions(haystack: str, fact: str) -> bool:
-    """`fact` (whitespace-collapsed) stands in the collapsed `haystack` on its own:
-    "/app" inside "/tmp/test/app", or "a.py" inside "a.pyc", is not a mention."""
-    needle = collapse(fact)
-    if not needle or needle not in haystack:
-        return False
-    return re.search(rf"(?<![\w-]){re.escape(needle)}(?![\w-])", haystack) is not None
-
-
-def dedupe(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        key = collapse(item)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
-
-
 def mask_secrets(text: str) -> str:
     """Hide the obvious credential shapes; a deliberately small local mask."""
-    for pattern in _SECRET_RES:
-        text = pattern.sub(MASK, text)
-    text = _SECRET_ASSIGN_RE.sub(lambda mt: mt.group(1) + MASK, text)
-    return _BEARER_RE.sub(lambda mt: mt.group(1) + MASK, text)
+    # Every shape above holds one of these.
+    if "sk-" in text or "gh" in text or "A" in text or "xox" in text or "-----" in text:
+        for hints, pattern in _SECRETS:
+            for hint in hints:
+                if hint in text:
+                    text = pattern.sub(MASK, text)
+                    break
+    lowered = folded(text)
+    if lowered is None or (
+        ("=" in text or ":" in text) and any(hint in lowered for hint in _ASSIGN_HINTS)
+    ):
+        text = _SECRET_ASSIGN_RE.sub(lambda mt: mt.group(1) + MASK, text)
+        lowered = folded(text)
+    if lowered is None or "bearer" in lowered:
+        text = _BEARER_RE.sub(lambda mt: mt.group(1) + MASK, text)
+    return text
 
 
 # ---- paths ---------------------------------------------------------------
-
-
-def clean_path(token: str) -> str:
-    token = token.strip().lstrip(_STRIP_LEAD).rstrip(_STRIP_TRAIL)
-    node = _NODE_ID.match(token)
-    if node:
-        return node.group(1)
-    return _LOCATION_SUFFIX.sub("", token)
-
-
-def looks_like_path(token: str, *, spaces: bool = False) -> bool:
-    if not token or len(token) > 400 or "://" in token:
-        return False
-    if _WINDOWS_RE.fullmatch(token):
-        return (spaces or " " not in token) and len(token) > 3
-    if any(c in _BAD_PATH_CHARS for c in token) or (" " in token and not spaces):
-        return False
-    if token.count(" ") > 3:
-        return False
-    if token.startswith(("/", "~/", "./", "../")):
-        body = token.lstrip("~./")
-        segments = [s for s in body.split("/") if s]
-        pattern = _SEGMENT_SPACED_RE if spaces else _SEGMENT_RE
-        return (
-            bool(segments)
-            and "//" not in token
-            and any(c.isalpha() for c in body)
-            and all(pattern.fullmatch(s) and s.strip() == s for s in segments)
-        )
-    if " " in token:
-        # Relative paths with spaces are too easily confused with prose.
-        return False
-    segments = token.rstrip("/").split("/")
-    if not all(_SEGMENT_RE.fullmatch(s) for s in segments):
-        return False
-    ext = _EXT_RE.search(segments[-1])
-    if len(segments) == 1:
-        name = segments[0]
-        if ext is None or ext.group(1).lower() not in _KNOWN_EXT or _PRODUCT_JS.match(name):
-            return False
-        if _INITIALS.match(name):
-            return False
-        return any(c.isalpha() for c in name[: ext.start()]) and "@" not in name
-    if ext is not None and any(c.isalpha() for c in segments[0] + segments[-1][: ext.start()]):
-        return True
-    lettered = sum(1 for s in segments if any(c.isalpha() for c in s))
-    # "Data/Compute/Skills" is prose; directories are rarely all capitalised words.
-    titled = all(s[:1].isupper() for s in segments)
-    return len(segments) >= 3 and segments[0][:1] in _PATH_START and lettered >= 2 and not titled
-
-
-def _blank(text: str, start: int, end: int) -> str:
-    return text[:start] + " " * (end - start) + text[end:]
-
-
-def paths_in_text(text: str) -> list[str]:
-    """Paths in prose or output, in order: quoted ones may hold spaces."""
-    found: list[tuple[int, str]] = []
-    for mt in URL_RE.finditer(text):
-        text = _blank(text, mt.start(), mt.end())
-    for mt in _QUOTED_RE.finditer(text):
-        inner = next(g for g in mt.groups() if g is not None)
-        candidate = clean_path(inner)
-        if looks_like_path(candidate, spaces=True):
-            found.append((mt.start(), candidate))
-            text = _blank(text, mt.start(), mt.end())
-    for mt in _WINDOWS_UNQUOTED_RE.finditer(text):
-        candidate = clean_path(mt.group(0))
-        if looks_like_path(candidate):
-            found.append((mt.start(), candidate))
-            text = _blank(text, mt.start(), mt.end())
-    for mt in re.finditer(r"\S+", text):
-        if not _PATHISH.search(mt.group(0)):
-            continue
-        candidate = clean_path(mt.group(0))
-        if looks_like_path(candidate):
-            found.append((mt.start(), candidate))
-    found.sort(key=lambda pair: pair[0])
-    return dedupe(path for _, path in found)
-
-
-def paths_in_command(command: str) -> list[str]:
-    """Paths a shell command names: shell words first (they resolve quoting
-    like Documents/'New project'/a.md), then a plain text scan."""
-    out: list[str] = []
-    try:
-        words = shlex.split(command, comments=False, posix=True)
-    except ValueError:
-        words = []
-    for word in words:
-        if word.startswith("-") and "=" in word:
-            word = word.split("=", 1)[1]
-        candidate = clean_path(word)
-        if looks_like_path(candidate, spaces=True):
-            out.append(candidate)
-    out.extend(paths_in_text(command))
-    return dedupe(out)
 
 
 def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
@@ -275,8 +195,11 @@ def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
         for item in values:
             if isinstance(item, str) and looks_like_path(clean_path(item), spaces=True):
                 out.append(clean_path(item))
-    for value in [*(v for v in args.values() if isinstance(v, str)), raw]:
-        out.extend(mt.group(1).strip() for mt in _PATCH_FILE_RE.finditer(value))
+    # A decoded value holds "*** " only if the raw JSON does, or escapes it.
+    if "*** " in raw or "\\u" in raw or not raw:
+        for value in [*(v for v in args.values() if isinstance(v, str)), raw]:
+            if "*** " in value:
+                out.extend(mt.group(1).strip() for mt in _PATCH_FILE_RE.finditer(value))
     command = command_of(args)
     if command:
         out.extend(paths_in_command(command))
@@ -321,6 +244,9 @@ def result_flagged_error(msg: Message) -> bool:
 
 def exit_code(output: str) -> int | None:
     for part in (output[:400], output[-400:]):
+        lowered = folded(part)
+        if lowered is not None and "exit" not in lowered and "return" not in lowered:
+            continue
         mt = _EXIT_RE.search(part)
         if mt:
             return int(mt.group(1))
@@ -334,9 +260,19 @@ def still_running(output: str) -> bool:
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
     line contributes its first meaningful line."""
-    found = dedupe(mt.group(1).strip()[:MAX_ERROR_CHARS] for mt in _ERROR_RE.finditer(output))
+    found: list[str] = []
+    if any(hint in output for hint in _ERROR_HINTS):
+        seen: set[str] = set()
+        for line in _error_groups(output):
+            line = line.strip()[:MAX_ERROR_CHARS]
+            key = collapse(line)
+            if key and key not in seen:
+                seen.add(key)
+                found.append(line)
+                if len(found) == ERRORS_PER_RESULT:
+                    break
     if found:
-        return found[:ERRORS_PER_RESULT]
+        return found
     code = exit_code(output)
     if flagged or (code is not None and code != 0):
         for line in output.splitlines():
@@ -346,39 +282,133 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     return []
 
 
+def _error_groups(output: str) -> Iterator[str]:
+    """The error text (group 1) of each match of _ERROR_RE, in order."""
+    if not _LONG_SPACE.search(output):
+        for mt in _ERROR_RE.finditer(output):
+            yield mt.group(1)
+        return
+    line = 0  # the next line start to try
+    while 0 <= line < len(output):
+        spaces = _SPACES.match(output, line)
+        start = spaces.end() if spaces else line
+        found = _ERROR_AT.match(output, start)
+        if found:
+            yield found.group(1)
+            end = found.end()
+            line = end if output[end - 1] == "\n" else output.find("\n", end) + 1
+        else:
+            line = output.find("\n", start) + 1
+        if line == 0:
+            return
+
+
 # ---- identifiers, urls, values, directives --------------------------------
 
 
 def identifiers_in(text: str) -> list[str]:
-    found: list[tuple[int, str]] = [(mt.start(), mt.group(0)) for mt in _UUID_RE.finditer(text)]
-    for mt in _HEX_RE.finditer(_UUID_RE.sub(lambda u: " " * len(u.group(0)), text)):
-        token = mt.group(0)
-        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
-            found.append((mt.start(), token))
-    found.sort(key=lambda pair: pair[0])
-    return dedupe(token for _, token in found)
+    """UUIDs and hex ids with both digits and letters, in order."""
+    found: list[str] = []
+    view = byte_view(text, _HEX_VIEW)
+    start = view.find(b"xxxxxxx")
+    while start >= 0:
+        end = view.find(b" ", start)
+        end = len(view) if end < 0 else end
+        token = text[start:end]
+        if end - start == 8 and text.startswith("-", end):
+            uuid = _UUID_RE.match(text, start)
+            if uuid:
+                found.append(uuid.group(0))
+        elif (
+            (end - start <= 40 or end - start == 64)
+            and token.islower()
+            and not token.isalpha()
+            and not (start and _HEX_BEFORE.match(text, start - 1))
+            and not _HEX_AFTER.match(text, end)
+        ):
+            found.append(token)
+        start = view.find(b"xxxxxxx", end)
+    return dedupe(found)
 
 
 def urls_in(text: str) -> list[str]:
+    if "://" not in text:
+        return []
     return dedupe(mt.group(0).rstrip(_URL_TRAIL) for mt in URL_RE.finditer(text))
 
 
 def values_in(text: str) -> list[str]:
     out: list[tuple[int, str]] = []
-    for mt in _NUMBER_UNIT_RE.finditer(text):
-        if not _DECADE_RE.match(mt.group(0)):
+    if text.isascii():
+        _ascii_number_units(text, out)
+    else:
+        _number_units(text, 0, len(text), len(text), out)
+    if "$" in text or "€" in text or "£" in text:
+        pos = 0
+        while mt := _MONEY_RE.search(text, pos):
+            if mt.start() and _WORD_CHAR.match(text, mt.start() - 1):
+                pos = mt.start() + 1
+                continue
             out.append((mt.start(), mt.group(0)))
-    out.extend((mt.start(), mt.group(0)) for mt in _MONEY_RE.finditer(text))
-    out.sort(key=lambda pair: pair[0])
+            pos = mt.end()
+        out.sort(key=lambda pair: pair[0])
     return dedupe(value for _, value in out)
 
 
+def _number_units(text: str, pos: int, endpos: int, last: int, out: list[tuple[int, str]]) -> int:
+    """Numbers with units that start from `pos` up to `last` (searching up to
+    `endpos`), in order; where the next search starts."""
+    while mt := _NUMBER_UNIT_RE.search(text, pos, endpos):
+        start = mt.start()
+        if start > last:
+            break
+        if start and _NUMBER_BLOCKER.match(text, start - 1):
+            # No match can start inside this run of digits either.
+            digits = _DIGITS.match(text, start)
+            pos = digits.end() if digits else start + 1
+            continue
+        if not _DECADE_RE.match(mt.group(0)):
+            out.append((start, mt.group(0)))
+        pos = mt.end()
+    return pos
+
+
+def _ascii_number_units(text: str, out: list[tuple[int, str]]) -> None:
+    """_number_units over an ASCII text, looking only where a digit meets a
+    unit's first letter (at once or after one space): each match holds one."""
+    view = byte_view(text, _NUMBER_VIEW)
+    pos = 0
+    tight, spaced = view.find(b"0u"), view.find(b"0 u")
+    while tight >= 0 or spaced >= 0:
+        at = tight if spaced < 0 or 0 <= tight < spaced else spaced
+        if at == tight:
+            tight = view.find(b"0u", at + 1)
+        else:
+            spaced = view.find(b"0 u", at + 1)
+        if at < pos:
+            continue
+        # The number that ends at `at` starts after the last other character.
+        back = max(view.rfind(b" ", pos, at), view.rfind(b"u", pos, at), view.rfind(b"-", pos, at))
+        # A unit is at most 7 letters: the window also holds the character after.
+        end = min(len(text), at + 16)
+        pos = max(_number_units(text, max(pos, back + 1), end, at, out), at + 1)
+
+
 def sentences(text: str) -> Iterator[str]:
-    for piece in _SENTENCE_SPLIT.split(text):
-        piece = collapse(piece.strip(" \t-*#>"))
+    """Sentences and lines, whitespace-collapsed, produced as they are read."""
+    start = 0
+    for mt in _SENTENCE_SPLIT.finditer(text):
+        piece = collapse(text[start : mt.start()].strip(" \t-*#>"))
+        start = mt.end()
         if piece:
             yield piece
+    piece = collapse(text[start:].strip(" \t-*#>"))
+    if piece:
+        yield piece
 
 
 def directives_in(text: str) -> list[str]:
+    lowered = folded(text)
+    if lowered is not None and not any(hint in lowered for hint in _DIRECTIVE_HINTS):
+        return []
     return dedupe(s for s in sentences(text) if len(s) <= MAX_SENTENCE and _DIRECTIVE_RE.search(s))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import sys
-import tempfile
 from pathlib import Path
 
 from ctxpack.errors import InputError, OutputError, UsageError
@@ -42,10 +43,9 @@ def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> Non
     for source in inputs:
         if source != STDIO and _same_file(Path(source), target):
             raise UsageError(f"refusing to overwrite the input {source}; choose another -o")
-    directory = target.parent if str(target.parent) else Path(".")
     tmp_name = None
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp_name = _create_temp(target)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -63,6 +63,21 @@ def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> Non
                 os.unlink(tmp_name)
 
 
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new hidden file beside target, with the permissions a plain write gives.
+
+    (mkstemp's files are private, 0600: a new output would be unreadable by
+    the group and others where `>` would have made it readable.)
+    """
+    for _ in range(100):
+        name = os.path.join(target.parent, f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
@@ -76,5 +91,14 @@ def write_stdout(data: bytes) -> None:
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader went away (`| head`); that is not our error to report.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
+    except OSError as exc:
+        # A full disk or a failing device behind a redirect: say so, and keep
+        # the flush at exit from failing a second time with a traceback.
+        _stdout_to_devnull()
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path="<stdout>") from None
+
+
+def _stdout_to_devnull() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -39,7 +39,7 @@ class JSONError(ValueError):
 
 
 def _refuse_constant(name: str) -> Any:
-    raise JSONError(f"{name} is not valid JSON")
+    raise JSONError(f"invalid JSON: {name} is not a JSON number")
 
 
 def loads(data: bytes) -> Any:
@@ -49,12 +49,11 @@ def loads(data: bytes) -> Any:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             if b"\\u" not in data:
-                raise JSONError(_orjson_reason(exc), line=exc.lineno) from None
+                raise _orjson_error(exc, data) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise JSONError(f"invalid UTF-8 at byte {exc.start}", line=line) from None
+        raise _utf8_error(data, exc) from None
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -63,11 +62,28 @@ def loads(data: bytes) -> Any:
         raise JSONError("invalid JSON: nested too deeply") from None
 
 
-def _orjson_reason(exc: orjson.JSONDecodeError) -> str:
-    msg = str(exc)
-    if "utf-8" in msg.lower() or "UTF-8" in msg:
-        return "invalid UTF-8"
-    return f"invalid JSON: {exc.msg} at column {exc.colno}"
+def _orjson_error(exc: orjson.JSONDecodeError, data: bytes) -> JSONError:
+    """orjson's complaint, reworded where it would puzzle (NaN, bad bytes)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return _utf8_error(data, bad)
+    near = text[max(exc.pos - 1, 0) : exc.pos + 8]
+    for name in ("-Infinity", "Infinity", "NaN"):
+        if name in near:
+            return JSONError(
+                f"invalid JSON: {name} is not a JSON number at column {exc.colno}",
+                line=exc.lineno,
+            )
+    return JSONError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno)
+
+
+def _utf8_error(data: bytes, exc: UnicodeDecodeError) -> JSONError:
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    return JSONError(
+        f"invalid UTF-8 (byte 0x{data[exc.start]:02x}) at column {exc.start - start + 1}",
+        line=data.count(b"\n", 0, exc.start) + 1,
+    )
 
 
 def dumps(value: Any, *, indent: bool = False) -> bytes:

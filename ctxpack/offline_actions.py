@@ -63,7 +63,8 @@ _TESTS_RE = re.compile(
 )
 _CARGO_RE = re.compile(r"test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed")
 _JEST_RE = re.compile(r"Tests:\s+([^\n]*?\d+ total)")
-_FAILED_START = re.compile(r"^(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
+_FAILED_START = re.compile(r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
+_TESTS_HINTS = ("passed", "failed", "error", "skipped")
 # Commands whose path arguments are only looked at.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed", "rg"})
 MAX_TARGET = 120
@@ -96,7 +97,16 @@ class Action:
 
 
 def clip(text: str, limit: int) -> str:
-    text = collapse(mask_secrets(text))
+    masked = mask_secrets(text)
+    # Only the start of a long text shows: collapse a prefix while that is
+    # enough (a prefix collapses to a prefix of the whole, collapsed).
+    size = 4 * limit + 64
+    while size < len(masked):
+        head = collapse(masked[:size])
+        if len(head) > limit:
+            return head[: limit - 1].rstrip() + "…"
+        size *= 4
+    text = collapse(masked)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -104,12 +114,12 @@ def code_span(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def _kind(name: str, args: dict[str, Any]) -> str:
+def _kind(name: str, args: dict[str, Any], command: str | None) -> str:
     lowered = name.lower()
     sub = args.get("command")
     if isinstance(sub, str) and sub in _EDITOR_KIND and any(k in args for k in _PATH_ARG_KEYS):
         return _EDITOR_KIND[sub]
-    if command_of(args):
+    if command:
         return "run"
     for kind, names in (
         ("read", _READ),
@@ -141,9 +151,10 @@ def _short_args(args: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _target(kind: str, name: str, args: dict[str, Any], raw: str) -> tuple[str, str]:
+def _target(
+    kind: str, name: str, args: dict[str, Any], raw: str, command: str | None
+) -> tuple[str, str]:
     """(display target, identity key)."""
-    command = command_of(args)
     if kind == "run" and command:
         lines = command.strip().splitlines()
         if len(lines) > 1 and len(collapse(command)) > MAX_TARGET:
@@ -176,24 +187,35 @@ def head_of(command: str) -> str:
 
 
 def _tests(output: str) -> str | None:
-    found = [mt.group(1) for mt in _TESTS_RE.finditer(output)]
+    # pytest and cargo summaries name passed, failed, error(s) or skipped.
+    counted = any(hint in output for hint in _TESTS_HINTS)
+    found = [mt.group(1) for mt in _TESTS_RE.finditer(output)] if counted else []
     if found:
         return found[-1]
-    cargo = list(_CARGO_RE.finditer(output))
+    cargo = list(_CARGO_RE.finditer(output)) if counted and "test result: " in output else []
     if cargo:
         return f"{cargo[-1].group(1)} passed, {cargo[-1].group(2)} failed"
-    jest = list(_JEST_RE.finditer(output))
+    jest = list(_JEST_RE.finditer(output)) if "Tests:" in output else []
     return collapse(jest[-1].group(1)) if jest else None
 
 
-def make_action(use: ToolUse, outputs: list[Message], *, seen: Collection[str]) -> Action:
+def make_action(
+    use: ToolUse,
+    outputs: list[Message],
+    *,
+    seen: Collection[str],
+    args: dict[str, Any] | None = None,
+    output: str | None = None,
+) -> Action:
     """One tool call and what its results say about it; `seen` holds the paths
-    touched before, to tell a new file from an overwritten one."""
-    args = parse_arguments(use.arguments)
+    touched before, to tell a new file from an overwritten one. `args` and
+    `output` (the outputs' texts joined by newlines) save work when known."""
+    if args is None:
+        args = parse_arguments(use.arguments)
     name = use.name or "unknown"
-    kind = _kind(name, args)
-    target, key = _target(kind, name, args, use.arguments)
     command = command_of(args)
+    kind = _kind(name, args, command)
+    target, key = _target(kind, name, args, use.arguments, command)
     if command:
         head = head_of(command)
     elif kind in ("read", "edit", "create"):
@@ -203,7 +225,7 @@ def make_action(use: ToolUse, outputs: list[Message], *, seen: Collection[str]) 
     paths = [key] if kind in ("read", "edit", "create") and key else []
     if kind == "run" and command:
         paths = paths_in_command(command)
-    out = "\n".join(m.text(o) for o in outputs)
+    out = "\n".join(m.text(o) for o in outputs) if output is None else output
     flagged = any(result_flagged_error(o) for o in outputs)
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
@@ -211,7 +233,7 @@ def make_action(use: ToolUse, outputs: list[Message], *, seen: Collection[str]) 
     failed = bool(outputs) and (
         flagged
         or (code is not None and code != 0)
-        or (code is None and bool(_FAILED_START.match(out.lstrip())))
+        or (code is None and bool(_FAILED_START.match(out)))
         or (tests is not None and " failed" in tests and not tests.startswith("0 failed"))
     )
     errors = error_lines(out, flagged=flagged) if failed else []

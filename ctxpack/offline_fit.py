@@ -8,6 +8,7 @@ from the least important item added until it fits."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -132,14 +133,14 @@ def fit(
             spent += cost
     # What is left goes round the sections, each taking items in proportion to
     # its share per round, so no section with material is starved.
-    queues = {h: [i for i in range(len(costs[h])) if (h, i) not in taken] for h in PRIORITY}
+    queues = {h: deque(i for i in range(len(costs[h])) if (h, i) not in taken) for h in PRIORITY}
     smallest = min(SHARES.values())
     while any(queues.values()):
         for heading in PRIORITY:
             for _ in range(max(1, round(SHARES[heading] / smallest))):
                 if not queues[heading]:
                     break
-                i = queues[heading].pop(0)
+                i = queues[heading].popleft()
                 if used + costs[heading][i] <= room:
                     take(heading, i)
     text = assemble(candidates, chosen)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ctxpack import messages as m
-from ctxpack.facts import Facts, extract_facts
-from ctxpack.facts_text import dedupe, sentences
+from ctxpack.facts import FactCollector, Facts, remembered_facts, start_memo
+from ctxpack.facts_match import folded
+from ctxpack.facts_text import collapse, sentences
 from ctxpack.markers import is_summary
 from ctxpack.offline_actions import Action, clip, make_action
 from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
@@ -30,11 +32,35 @@ MAX_ASK = 300
 MAX_QUOTE = 240
 
 
-@dataclass
 class Ask:
-    index: int
-    text: str
-    reply: str | None  # first sentence of the next assistant text, if any
+    """A user's ask: where it was, its text, and the first sentence of the
+    assistant's next visible text (None if there is none). Both texts are
+    clipped when first read: most asks of a long middle are never shown."""
+
+    __slots__ = ("_limit", "_raw", "_replies", "_text", "index")
+
+    def __init__(self, index: int, raw: str, limit: int, replies: _Replies) -> None:
+        self.index = index
+        self._raw, self._limit, self._replies = raw, limit, replies
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = clip(self._raw, self._limit)
+        return self._text
+
+    @property
+    def reply(self) -> str | None:
+        return self._replies.after(self.index)
+
+    @property
+    def answered(self) -> bool:
+        """The assistant wrote something visible after it."""
+        return self._replies.next_of(self.index) is not None
+
+    def __repr__(self) -> str:
+        return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"
 
 
 @dataclass
@@ -53,32 +79,94 @@ class Scan:
 
 
 def scan(middle: list[Message]) -> Scan:
-    result = Scan(facts=extract_facts(middle))
+    result = Scan()
+    start_memo()
+    facts = FactCollector()
+    texts = [m.text(msg) for msg in middle]
     answers = _result_indexes(middle)
+    replies = _Replies(middle, texts)
+    said = _Said()
     # A command still running (Codex exec sessions) finishes in a later poll of
     # its session: the poll's output is that command's outcome.
     sessions: dict[str, tuple[ToolUse, Action]] = {}
     for index, msg in enumerate(middle):
         role = m.role(msg)
+        body = texts[index]
+        uses = (
+            [(use, parse_arguments(use.arguments)) for use in calls_of(msg, index)]
+            if "tool_calls" in msg or "function_call" in msg
+            else []
+        )
+        facts.add(remembered_facts(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
         if role == "assistant":
-            _read_assistant(result, middle, index, msg)
-            for use in calls_of(msg, index):
-                args = parse_arguments(use.arguments)
+            _read_assistant(result, said, index, body)
+            for use, args in uses:
                 workdir = args.get("workdir")
                 if isinstance(workdir, str) and workdir.strip():
                     result.workdir = workdir.strip()
-                outputs = [middle[i] for i in answers.get(use, [])]
+                found = answers.get(use, [])
+                outputs = [middle[i] for i in found]
+                output = "\n".join(texts[i] for i in found)
                 polled = sessions.get(str(args.get("session_id", "")))
                 if polled is not None:
-                    _finish_session(result, sessions, polled, outputs)
+                    _finish_session(result, sessions, polled, outputs, output)
                     continue
-                action = _add_action(result, make_action(use, outputs, seen=result.file_marks))
-                session = _SESSION_RE.search("\n".join(m.text(o) for o in outputs)[:400])
+                action = _add_action(
+                    result,
+                    make_action(use, outputs, seen=result.file_marks, args=args, output=output),
+                )
+                session = _SESSION_RE.search(output[:400])
                 if action.pending and session:
                     sessions[session.group(1)] = (use, action)
         elif role == "user" and not m.is_tool_result(msg):
-            _read_user(result, middle, index, msg)
+            _read_user(result, replies, index, msg, body)
+    result.facts = facts.facts()
+    result.last_note = _last_note(said.bodies)
     return result
+
+
+class _Replies:
+    """The first sentence of the assistant's next visible text after a turn."""
+
+    def __init__(self, middle: list[Message], texts: list[str]) -> None:
+        self._texts = texts
+        self._next: list[int | None] = [None] * len(middle)
+        upcoming: int | None = None
+        for index in range(len(middle) - 1, -1, -1):
+            self._next[index] = upcoming
+            text = texts[index]
+            if m.role(middle[index]) == "assistant" and text and not text.isspace():
+                upcoming = index
+        self._clipped: dict[int, str] = {}
+
+    def next_of(self, index: int) -> int | None:
+        return self._next[index]
+
+    def after(self, index: int) -> str | None:
+        found = self._next[index]
+        if found is None:
+            return None
+        if found not in self._clipped:
+            self._clipped[found] = clip(next(sentences(self._texts[found]), ""), 160)
+        return self._clipped[found]
+
+
+class _Said:
+    """What the assistant wrote so far: its texts, and the keys of the
+    decisions and next steps already recorded (each is kept once)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+        self.decisions: set[str] = set()
+        self.next_steps: set[str] = set()
+
+    @staticmethod
+    def add(items: list[str], out: list[str], seen: set[str]) -> None:
+        for item in items:
+            key = collapse(item)
+            if key and key not in seen:
+                seen.add(key)
+                out.append(item)
 
 
 def _finish_session(
@@ -86,9 +174,10 @@ def _finish_session(
     sessions: dict[str, tuple[ToolUse, Action]],
     polled: tuple[ToolUse, Action],
     outputs: list[Message],
+    output: str,
 ) -> None:
     use, action = polled
-    update = make_action(use, outputs, seen=result.file_marks)
+    update = make_action(use, outputs, seen=result.file_marks, output=output)
     if update.pending:
         return
     for key, value in list(sessions.items()):
@@ -105,39 +194,88 @@ def _result_indexes(middle: list[Message]) -> dict[ToolUse, list[int]]:
     return out
 
 
-def _next_reply(middle: list[Message], after: int) -> str | None:
-    for msg in middle[after + 1 :]:
-        if m.role(msg) == "assistant" and m.has_visible_text(msg):
-            first = next(sentences(m.text(msg)), "")
-            return clip(first, 160)
-    return None
-
-
-def _read_user(result: Scan, middle: list[Message], index: int, msg: Message) -> None:
-    body = m.text(msg).strip()
-    if not body or is_summary(msg) or _WRAPPER_ASK.match(body) or body.startswith("[Request "):
+def _read_user(result: Scan, replies: _Replies, index: int, msg: Message, text: str) -> None:
+    body = text.strip()
+    if (
+        not body
+        or body.startswith("[Request ")
+        or (body.startswith("<") and _WRAPPER_ASK.match(body))
+        or is_summary(msg)
+    ):
         return
-    reply = _next_reply(middle, index)
-    result.asks.append(Ask(index, clip(body, MAX_ASK), reply))
+    result.asks.append(Ask(index, body, MAX_ASK, replies))
+    if "?" not in body:
+        return
     for sentence in sentences(body):
         if sentence.endswith("?") and len(sentence) <= MAX_QUOTE:
-            result.questions.append(Ask(index, clip(sentence, MAX_QUOTE), reply))
+            result.questions.append(Ask(index, sentence, MAX_QUOTE, replies))
 
 
-def _read_assistant(result: Scan, middle: list[Message], index: int, msg: Message) -> None:
-    body = m.text(msg)
-    if not body.strip():
+def _read_assistant(result: Scan, said: _Said, index: int, body: str) -> None:
+    if not body or body.isspace():
         return
     result.replied = True
-    said = [clip(s, MAX_QUOTE) for s in sentences(body) if len(s) <= 2 * MAX_QUOTE]
-    result.decisions.extend(s for s in said if _DECISION_RE.search(s))
+    said.bodies.append(body)
+    if not _maybe_said(collapse(body)):
+        return
+    decisions: list[str] = []
+    next_steps: list[str] = []
     last_ask = result.asks[-1].index if result.asks else -1
-    if index > last_ask:
-        result.next_steps.extend(s for s in said if _NEXT_RE.search(s))
-    if said:
-        result.last_note = " ".join(said[:2])
-    result.decisions = dedupe(result.decisions)
-    result.next_steps = dedupe(result.next_steps)
+    for sentence in sentences(body):
+        if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
+            continue
+        quoted = clip(sentence, MAX_QUOTE)
+        if _DECISION_RE.search(quoted):
+            decisions.append(quoted)
+        if index > last_ask and _NEXT_RE.search(quoted):
+            next_steps.append(quoted)
+    said.add(decisions, result.decisions, said.decisions)
+    said.add(next_steps, result.next_steps, said.next_steps)
+
+
+def _maybe_said(text: str) -> bool:
+    """Whether collapsed `text` may hold a decision or a next step: it holds
+    one of the phrases of the two patterns (lowercased; no word boundaries, as
+    a quote cut short can end right after one)."""
+    t = folded(text)
+    return t is None or (
+        ("use" in t and ("ll use" in t or "will use" in t))
+        or "m using" in t
+        or "decided" in t
+        or "instead of" in t
+        or "going with" in t
+        or "chose" in t
+        or "switching to" in t
+        or "opted for" in t
+        or "ll go with" in t
+        or (
+            "next" in t
+            and (
+                "next step" in t
+                or "next," in t
+                or "next i" in t
+                or "next we" in t
+                or "next up" in t
+            )
+        )
+        or "then i" in t
+        or "still need" in t
+        or "need to" in t
+        or "left to do" in t
+        or "remaining " in t
+        or "todo" in t
+    )
+
+
+def _last_note(bodies: list[str]) -> str | None:
+    """The first two quotable sentences of the last assistant text that has any."""
+    for body in reversed(bodies):
+        said = list(
+            islice((clip(s, MAX_QUOTE) for s in sentences(body) if len(s) <= 2 * MAX_QUOTE), 2)
+        )
+        if said:
+            return " ".join(said)
+    return None
 
 
 def _add_action(result: Scan, action: Action) -> Action:

@@ -143,15 +143,20 @@ def _in_progress(scan: Scan) -> list[Item]:
 def unresolved_failures(done: list[Action]) -> list[Action]:
     """Failed actions with no later success on the same target or command."""
     out: list[Action] = []
-    for i, action in enumerate(done):
+    # What the later actions did, gathered walking back from the end.
+    ok_keys: set[str] = set()
+    ok_heads: set[str] = set()
+    failed_heads: set[str] = set()
+    for action in reversed(done):
         if not action.failed:
+            ok_keys.add(action.key)
+            ok_heads.add(action.head)
             continue
-        later = done[i + 1 :]
-        if any(not b.failed and (b.key == action.key or b.head == action.head) for b in later):
-            continue
-        if any(b.failed and b.head == action.head for b in later):
-            continue  # the latest attempt stands for the earlier ones
-        out.append(action)
+        # The latest failed attempt stands for the earlier ones.
+        if not (action.key in ok_keys or action.head in ok_heads or action.head in failed_heads):
+            out.append(action)
+        failed_heads.add(action.head)
+    out.reverse()
     return out
 
 
@@ -166,13 +171,13 @@ def _pending(scan: Scan) -> list[Item]:
     items = [
         Item(f"- {quote(ask.text)} (no reply recorded in these turns)")
         for ask in reversed(scan.asks)
-        if ask.reply is None
+        if not ask.answered
     ]
-    asked = " ".join(ask.text for ask in scan.asks if ask.reply is None)
+    asked = " ".join(ask.text for ask in scan.asks if not ask.answered)
     items.extend(
         Item(f"- Question left open: {quote(q.text)}")
         for q in reversed(scan.questions)
-        if q.reply is None and q.text not in asked
+        if not q.answered and q.text not in asked
     )
     return items
 

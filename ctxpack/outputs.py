@@ -103,7 +103,7 @@ def _json(output: str) -> Any:
         return None
     try:
         return json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

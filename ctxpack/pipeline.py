@@ -16,6 +16,7 @@ from ctxpack.facts import preserved_facts_section
 from ctxpack.llm_settings import LLMSettings
 from ctxpack.offline import OfflineSummarizer
 from ctxpack.prune import PruneResult, PruneSettings, prune_messages
+from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport
 from ctxpack.summarize import run_summary
@@ -41,6 +42,8 @@ class CompressSettings:
     llm: LLMSettings | None = None
     strict: bool = False
     abort_on_failure: bool = False
+    # Mask secrets in the written transcript too, not only in LLM requests.
+    redact: bool = False
 
 
 def compress_messages(
@@ -50,6 +53,38 @@ def compress_messages(
     settings: CompressSettings,
     label: str = "",
     last_timestamp: str | None = None,
+) -> tuple[list[Message], SessionReport]:
+    out, report = _compact(
+        messages,
+        counter=counter,
+        settings=settings,
+        label=label,
+        last_timestamp=last_timestamp,
+    )
+    if settings.redact:
+        out = redact_output(out, report=report, counter=counter)
+    return out, report
+
+
+def redact_output(
+    messages: list[Message], *, report: SessionReport, counter: TokenCounter
+) -> list[Message]:
+    """Messages with every secret masked; the same list when there was none."""
+    masked, count = redact_messages(messages)
+    if not count:
+        return messages
+    report.notes.append(f"masked {count} secret(s) in the output (--redact)")
+    report.after = tally(masked, counter=counter)
+    return masked
+
+
+def _compact(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    label: str,
+    last_timestamp: str | None,
 ) -> tuple[list[Message], SessionReport]:
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status="under-threshold", before=before, after=before)
@@ -294,6 +329,8 @@ def summarize_transcript(
         if out is not session.messages:
             report.summary_saved = before.tokens - counter.messages(out)
             report.after = tally(out, counter=counter)
+        if settings.redact:
+            out = redact_output(out, report=report, counter=counter)
         sessions.append(session if out is session.messages else session.with_messages(out))
         reports.append(report)
     summary = CompressReport(

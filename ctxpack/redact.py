@@ -247,7 +247,7 @@ def redact_arguments(arguments: str) -> tuple[str, int]:
     """
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return redact(arguments)
     new_value, count = _redact_value(value, None)
     if not count:

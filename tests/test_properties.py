@@ -38,9 +38,12 @@ EXAMPLES = settings(
 # Words, paths, JSON-significant punctuation, emoji (4-byte UTF-8, a ZWJ
 # sequence), line separators JSON allows raw but JavaScript does not, NUL.
 PIECES = st.sampled_from(
-    ["fix", "the", "tests", " ", " ", "\n", "\t", "/src/app.py", "Error: boom", "exit 1"]
-    + ['"', "\\", "{", "}", "[", "]", ":", ",", "é", "ß", "中文", "😀", "🧪", "👩\u200d💻"]
-    + ["\u2028", "\u2029", "\x00", "\r\n", "\ud83d"]  # the last: half an emoji, as cut by JS
+    [
+        *["fix", "the", "tests", " ", " ", "\n", "\t", "/src/app.py", "Error: boom", "exit 1"],
+        *['"', "\\", "{", "}", "[", "]", ":", ",", "é", "ß", "中文", "😀", "🧪", "👩\u200d💻"],
+        *["\u2028", "\u2029", "\x00", "\r\n"],
+        "\ud83d",  # half an emoji, as a JavaScript string cut may leave it
+    ]
 )
 SHORT = st.lists(PIECES, max_size=20).map("".join)
 # Large texts are built by repetition: drawing 20k pieces one by one is slow.
@@ -55,8 +58,16 @@ TEXT = st.one_of(st.just(""), SHORT, SHORT, SHORT, HUGE)
 TOOL_NAMES = st.sampled_from(["bash", "read_file", "edit", "search", "run_tests"])
 
 
-def _parts_or_text(text: str, as_parts: bool) -> Any:
-    return [{"type": "text", "text": text}] if as_parts else text
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+def _content(text: str, shape: int) -> Any:
+    """A plain string, a list of text parts, or text beside an image."""
+    if shape == 0:
+        return text
+    if shape == 1:
+        return [{"type": "text", "text": text}]
+    return [{"type": "text", "text": text}, IMAGE]
 
 
 @st.composite
@@ -73,9 +84,12 @@ def transcripts(draw: st.DrawFn) -> list[Message]:
             )
         )
         if kind == "user":
-            out.append({"role": "user", "content": _parts_or_text(draw(TEXT), draw(st.booleans()))})
+            out.append({"role": "user", "content": _content(draw(TEXT), draw(st.integers(0, 2)))})
         elif kind == "assistant":
-            out.append({"role": "assistant", "content": draw(TEXT)})
+            reply: Message = {"role": "assistant", "content": draw(TEXT)}
+            if draw(st.booleans()):
+                reply["reasoning_content"] = draw(TEXT)
+            out.append(reply)
         elif kind == "tools":
             width = draw(st.integers(1, 3))
             ids = [f"call_{calls + k}" for k in range(width)]

@@ -92,7 +92,7 @@ def reported() -> Iterator[None]:
         error(exc.describe())
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
-        error("interrupted; nothing was written")
+        error("interrupted; no output was left half-written")
         raise typer.Exit(130) from None
 
 

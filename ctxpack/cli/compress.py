@@ -59,6 +59,14 @@ def compress(
         typer.Option("--prune-only", help="Stop after pruning when that is under the threshold."),
     ] = False,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Skip stage 1.")] = False,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Also mask secrets (API keys, tokens, passwords) in the written transcript; "
+            "the archive keeps the original for restore.",
+        ),
+    ] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Use the offline summarizer.")] = False,
     strict: Annotated[
         bool,
@@ -133,6 +141,7 @@ def compress(
             force=force,
             prune=not no_prune,
             prune_only=prune_only,
+            redact=redact,
             min_savings=resolved["min_savings"],
             focus=resolved["focus"],
             previous_summary=_read_text(previous_summary),
@@ -255,6 +264,9 @@ def _finish(outcomes: list[FileOutcome], *, report_file: str | None, batch: bool
             error(outcome.error)
             raise typer.Exit(outcome.exit_code)
         assert outcome.report is not None
+        if outcome.data is not None:
+            # The transcript first: the report then tells the truth about where it went.
+            files.write_stdout(outcome.data)
         compress_report(outcome.report)
     else:
         batch_totals(
@@ -275,8 +287,6 @@ def _finish(outcomes: list[FileOutcome], *, report_file: str | None, batch: bool
             reports[0].to_dict() if not batch and reports else _batch_document(outcomes)
         )
         files.write_atomic(report_file, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-    if not batch and outcomes[0].data is not None:
-        files.write_stdout(outcomes[0].data)
     if failures:
         raise typer.Exit(max(f.exit_code for f in failures))
 

@@ -77,9 +77,15 @@ class OpenAIFormat:
         if first == b"{" and (len(nonblank) == 1 or _parses(nonblank[0])):
             return self._read_jsonl(lines, data, path, options, explicit, layout)
         if first in (b"[", b"{"):
-            return self._read_document(
-                _load_document(body, path), data, path, options, explicit, layout
-            )
+            try:
+                doc = jsoncodec.loads(body)
+            except jsoncodec.JSONError as exc:
+                # JSONL with a corrupt first line looks like a broken document;
+                # its second line parsing alone tells them apart.
+                if first == b"{" and _parses(nonblank[1]):
+                    return self._read_jsonl(lines, data, path, options, explicit, layout)
+                raise InputError(str(exc), path=path, line=exc.line) from None
+            return self._read_document(doc, data, path, options, explicit, layout)
         raise InputError("not a JSON transcript (expected '[' or '{')", path=path, line=1)
 
     def _read_jsonl(
@@ -226,13 +232,6 @@ def _parses(line: bytes) -> bool:
     except jsoncodec.JSONError:
         return False
     return True
-
-
-def _load_document(body: bytes, path: str) -> Any:
-    try:
-        return jsoncodec.loads(body)
-    except jsoncodec.JSONError as exc:
-        raise InputError(str(exc), path=path, line=exc.line) from None
 
 
 def _looks_like_message(obj: Any) -> bool:
