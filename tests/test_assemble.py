@@ -171,7 +171,9 @@ def _check_assembled(before: list[Message], tail: list[Message], detail: Assembl
         assert not _same_chat_role(out[at], out[at + 1])
     latest = latest_real_user(before)
     if latest is not None and any(before[latest] is msg for msg in tail):
-        last_user = [msg for msg in out if m.role(msg) == "user"][-1]
+        # Blank user turns after it ask nothing; the last one that does must be it.
+        asking = [m.role(msg) == "user" and m.has_visible_text(msg) for msg in out]
+        last_user = [msg for msg, ask in zip(out, asking, strict=True) if ask][-1]
         text = m.text(before[latest])
         assert last_user is before[latest] or m.text(last_user).startswith(text)
     has_system = any(m.role(msg) == "system" for msg in before)

@@ -369,7 +369,14 @@ budgets = st.builds(
 
 
 def latest_real_user(messages: list[Message]) -> int | None:
-    found = [i for i, msg in enumerate(messages) if m.role(msg) == "user" and not is_summary(msg)]
+    """A user turn that asks something: blank turns are no request."""
+    found = [
+        i
+        for i, msg in enumerate(messages)
+        if m.role(msg) == "user"
+        and not is_summary(msg)
+        and (m.has_visible_text(msg) or m.image_count(msg))
+    ]
     return found[-1] if found else None
 
 
