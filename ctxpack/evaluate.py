@@ -166,7 +166,7 @@ class FactCache:
         known = known_facts(msg)
         if known is not None:
             return known
-        key = orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str)
+        key = _kept(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
         hit = self._facts.get(key)
         if hit is None:
             hit = self._facts[key] = message_facts(msg)
@@ -273,7 +273,13 @@ def _strings(value: Any) -> Iterator[str]:
 
 def _key(msg: Message) -> bytes:
     parts = [m.role(msg), msg.get("content"), msg.get("tool_calls"), msg.get("function_call")]
-    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)
+    return _kept(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
+
+
+def _kept(data: bytes) -> bytes:
+    """An exact-size copy of orjson output that is kept: orjson's own buffer
+    holds several kilobytes however short the output."""
+    return memoryview(data).tobytes()
 
 
 def _retention(facts: Facts, survives: _Survival) -> list[CategoryRetention]:

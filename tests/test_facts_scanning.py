@@ -1,0 +1,260 @@
+"""The fast fact scanners find exactly what their plain definitions find,
+and extraction stays linear and shared between the summarizer, the
+preserved-facts section and the retention check."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import formats
+from ctxpack import messages as m
+from ctxpack.facts import (
+    extract_facts,
+    known_facts,
+    preserved_facts_section,
+    start_memo,
+)
+from ctxpack.facts_match import Haystack, collapse, dedupe, folded, mentions
+from ctxpack.facts_paths import clean_path, looks_like_path, paths_in_text
+from ctxpack.facts_text import (
+    error_lines,
+    identifiers_in,
+    mask_secrets,
+    values_in,
+)
+from ctxpack.offline_actions import clip
+from ctxpack.offline_scan import scan
+from ctxpack.offline_sections import unresolved_failures
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Message
+from tests.conftest import FIXTURES, TAU_BENCH
+
+CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+
+# ---- the plain definitions: one regex over the whole text ------------------
+
+UUID = re.compile(
+    r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
+)
+HEX = re.compile(r"(?<![\w#-])(?:[0-9a-f]{64}|[0-9a-f]{7,40})(?![\w-])")
+UNITS = (
+    r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
+    r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"
+)
+NUMBER_UNIT = re.compile(rf"(?<![\w.$])\d+(?:[.,]\d+)?(?:\s?(?:{UNITS}))(?![\w/%])")
+MONEY = re.compile(r"(?<![\w])[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+DECADE = re.compile(r"^(?:1[0-9]|20)\d0s$")
+ERROR = re.compile(
+    r"""^\s*(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
+        [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
+      | Error:\s.+ | error(?:\[E\d{4}\])?:\s.+ | FAILED\s.+ | fatal:\s.+
+      | npm\sERR!.* | thread\s'[^']*'\spanicked.* | panic:\s.+
+    )$""",
+    re.MULTILINE | re.VERBOSE,
+)
+SECRETS = (
+    re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+)
+ASSIGN = re.compile(
+    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
+    r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+)
+BEARER = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}")
+PATHISH = re.compile(r"[/\\]|\.[A-Za-z]")
+
+
+def plain_identifiers(text: str) -> list[str]:
+    found = [(mt.start(), mt.group(0)) for mt in UUID.finditer(text)]
+    blanked = UUID.sub(lambda u: " " * len(u.group(0)), text)
+    for mt in HEX.finditer(blanked):
+        token = mt.group(0)
+        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+            found.append((mt.start(), token))
+    found.sort(key=lambda pair: pair[0])
+    return dedupe(token for _, token in found)
+
+
+def plain_values(text: str) -> list[str]:
+    out = [(mt.start(), mt.group(0)) for mt in NUMBER_UNIT.finditer(text)]
+    out = [(at, v) for at, v in out if not DECADE.match(v)]
+    out.extend((mt.start(), mt.group(0)) for mt in MONEY.finditer(text))
+    out.sort(key=lambda pair: pair[0])
+    return dedupe(value for _, value in out)
+
+
+def plain_mask(text: str) -> str:
+    for pattern in SECRETS:
+        text = pattern.sub("[masked]", text)
+    text = ASSIGN.sub(lambda mt: mt.group(1) + "[masked]", text)
+    return BEARER.sub(lambda mt: mt.group(1) + "[masked]", text)
+
+
+def plain_words(text: str) -> list[str]:
+    """The candidate words of paths_in_text when nothing is quoted or linked."""
+    found = []
+    for mt in re.finditer(r"\S+", text):
+        if PATHISH.search(mt.group(0)):
+            candidate = clean_path(mt.group(0))
+            if looks_like_path(candidate):
+                found.append(candidate)
+    return dedupe(found)
+
+
+def plain_mentions(haystack: str, fact: str) -> bool:
+    needle = collapse(fact)
+    pattern = rf"(?<![\w-]){re.escape(needle)}(?![\w-])"
+    return bool(needle) and re.search(pattern, haystack) is not None
+
+
+def fixture_texts() -> list[str]:
+    texts: list[str] = []
+    for path in (CODEX, HAIKU, TAU_BENCH):
+        transcript = formats.read(path.read_bytes(), path=str(path))
+        for session in transcript.sessions[:5]:
+            texts.extend(m.text(msg) for msg in session.messages)
+    return texts
+
+
+# Text built from the pieces the scanners care about, non-ASCII ones included.
+PIECES = [
+    *"0123456789abcdefABCDEF-_#$€£%./\\:'\"` \t\n\xa0\u2028é",
+    *("ms", " GB", "KiB", "s", "tokens", "minutes", "µs", "1990s", "1,5", "2.5"),
+    *("sk-", "ghp_", "AKIA", "xox", "AIza", "password=", "Token: ", "Bearer ", "BEARER "),
+    *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "ſ", "K", "İ"),
+    *("a.py", "src/x.ts", "C:\\x\\y", "http://a.io/b", "e.g.", "~/", "../", "Node.js"),
+    *("12345678-1234-1234-1234-123456789abc", "deadbeef1", "a1b2c3d4e5f6a7b8c9d0", "cafebabe"),
+    *("Error: x", "FooError", "E ", "FAILED t", "\n\n\n", "exit code 1"),
+]
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_scanners_match_their_plain_definitions(text: str) -> None:
+    assert identifiers_in(text) == plain_identifiers(text)
+    assert values_in(text) == plain_values(text)
+    assert mask_secrets(text) == plain_mask(text)
+    if not any(c in text for c in "\"'`") and "://" not in text and ":\\" not in text:
+        assert paths_in_text(text) == plain_words(text)
+    found = dedupe(mt.group(1).strip()[:300] for mt in ERROR.finditer(text))[:5]
+    if found:
+        assert error_lines(text) == found
+
+
+def test_scanners_match_their_plain_definitions_on_real_text() -> None:
+    for text in fixture_texts():
+        assert identifiers_in(text) == plain_identifiers(text)
+        assert values_in(text) == plain_values(text)
+        assert mask_secrets(text) == plain_mask(text)
+
+
+PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~/", "../", "x.js"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PATH_PIECES), max_size=30).map("".join))
+def test_path_words_are_the_whitespace_separated_ones(text: str) -> None:
+    assert paths_in_text(text) == plain_words(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join))
+def test_haystack_mentions_as_the_plain_regex(text: str, fact: str) -> None:
+    haystack = Haystack(text)
+    assert haystack.text == collapse(text)
+    assert haystack.mentions(fact) == plain_mentions(haystack.text, fact)
+    assert mentions(haystack.text, fact) == plain_mentions(haystack.text, fact)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, st.integers(min_value=2, max_value=80))
+def test_clip_of_a_long_text_reads_only_its_start(text: str, limit: int) -> None:
+    whole = collapse(mask_secrets(text * 20))
+    expected = whole if len(whole) <= limit else whole[: limit - 1].rstrip() + "…"
+    assert clip(text * 20, limit) == expected
+
+
+def test_folded_only_where_lowercase_search_equals_ignorecase_regex() -> None:
+    assert folded("Make SURE") == "make sure"
+    assert folded("Déjà MUST") == "déjà must"
+    # These four letters match ASCII ones case-insensitively; lower() keeps
+    # or mangles three of them, so such text goes to the regex.
+    for odd in ("muſt", "ınstead", "İnstead"):
+        assert folded(odd) is None
+    assert folded("\u212aey") == "key"  # the Kelvin sign lowercases to k
+
+
+def test_blank_runs_in_tool_output_stay_linear() -> None:
+    output = "E\n" + "\n" * 300_000 + "FooError: broken\n" + " \n" * 100_000 + "panic: boom"
+    started = time.perf_counter()
+    found = error_lines(output)
+    assert time.perf_counter() - started < 2
+    assert found == ["FooError: broken", "panic: boom"]
+
+
+# ---- one extraction shared by the summarizer, the section and eval --------
+
+
+def test_facts_are_per_message_so_parts_merge_to_the_whole() -> None:
+    transcript = formats.read(CODEX.read_bytes(), path=str(CODEX))
+    messages = transcript.sessions[0].messages
+    half = len(messages) // 2
+    first, second = extract_facts(messages[:half]), extract_facts(messages[half:])
+    whole = extract_facts(messages)
+    for name, items in whole.categories():
+        assert items == dedupe([*getattr(first, name), *getattr(second, name)])
+    assert whole.paths and whole.commands
+
+
+def test_preserved_facts_reuse_the_scan_and_see_added_messages(counter: TokenCounter) -> None:
+    transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
+    middle = transcript.sessions[0].messages[2:-5]
+    extra: Message = {"role": "user", "content": "Never touch /etc/hosts or deadbeef1234567."}
+    fresh = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000)
+    scan(middle)
+    assert all(known_facts(msg) is not None for msg in middle)
+    assert known_facts(extra) is None
+    reused = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000)
+    assert reused == fresh
+    assert "/etc/hosts" in reused and "deadbeef1234567" in reused
+    start_memo()
+    assert known_facts(middle[0]) is None
+
+
+def test_equal_messages_are_read_once_but_each_keeps_its_role() -> None:
+    user: Message = {"role": "user", "content": "Always run tests/test_a.py first."}
+    again = dict(user)
+    assistant: Message = {"role": "assistant", "content": "Always run tests/test_a.py first."}
+    found = scan([user, again, assistant])
+    assert found.facts.directives == ["Always run tests/test_a.py first."]
+    assert found.facts.paths == ["tests/test_a.py"]
+    assert known_facts(again) is known_facts(user)
+    assert known_facts(assistant) == (("paths", ("tests/test_a.py",), ("tests/test_a.py",)),)
+
+
+def test_unresolved_failures_as_their_definition() -> None:
+    transcript = formats.read(CODEX.read_bytes(), path=str(CODEX))
+    done = [a for a in scan(transcript.sessions[0].messages).actions if not a.pending]
+    expected = [
+        a
+        for i, a in enumerate(done)
+        if a.failed
+        and not any(
+            (not b.failed and (b.key == a.key or b.head == a.head))
+            or (b.failed and b.head == a.head)
+            for b in done[i + 1 :]
+        )
+    ]
+    assert unresolved_failures(done) == expected
+    assert any(a.failed for a in done)
