@@ -62,7 +62,7 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
         result, report = compress_transcript(transcript, counter=counter, settings=job.settings)
         measured = measure_retention(transcript, result, report, counter=counter)
         if job.min_retention is not None:
-            from ctxpack.evaluate import gate
+            from ctxpack.gate import gate
 
             failures = gate(measured, job.min_retention)
             if failures:

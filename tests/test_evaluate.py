@@ -18,11 +18,10 @@ from ctxpack.evaluate import (
     EvalReport,
     evaluate,
     evaluate_transcripts,
-    gate,
-    parse_min_retention,
     retention_summary,
 )
 from ctxpack.facts import extract_facts
+from ctxpack.gate import gate, parse_min_retention
 from ctxpack.pipeline import CompressSettings, compress_transcript, prepare_request
 from ctxpack.prune import PruneSettings, prune_messages
 from ctxpack.report import CompressReport

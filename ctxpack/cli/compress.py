@@ -130,8 +130,8 @@ def compress(
     Under the threshold a transcript passes through unchanged (exit 0).
     """
     from ctxpack.batch import FileJob, compress_file, discover
-    from ctxpack.evaluate import parse_min_retention
     from ctxpack.formats import ReadOptions
+    from ctxpack.gate import parse_min_retention
     from ctxpack.pipeline import CompressSettings
 
     with reported():

@@ -89,7 +89,8 @@ def eval_(
     from rich.markup import escape
 
     from ctxpack.cli.render import console, note
-    from ctxpack.evaluate import evaluate_transcripts, gate, parse_min_retention
+    from ctxpack.evaluate import evaluate_transcripts
+    from ctxpack.gate import gate, parse_min_retention
     from ctxpack.tokens import TokenCounter
 
     with reported():
