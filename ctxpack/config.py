@@ -8,7 +8,6 @@ config file (`--config FILE`, else ./ctxpack.toml, else [tool.ctxpack] in
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +113,8 @@ def find_config_file(explicit: str | None, *, cwd: Path) -> tuple[str | None, di
 
 
 def _load_toml(path: Path, *, table: tuple[str, ...]) -> dict[str, Any]:
+    import tomllib
+
     try:
         data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

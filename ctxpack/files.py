@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -69,6 +68,8 @@ def _create_temp(target: Path) -> tuple[int, str]:
     (mkstemp's files are private, 0600: a new output would be unreadable by
     the group and others where `>` would have made it readable.)
     """
+    import secrets  # lazily: it pulls in hashing and randomness modules
+
     for _ in range(100):
         name = os.path.join(target.parent, f".{target.name}.{secrets.token_hex(6)}.tmp")
         try:
