@@ -35,7 +35,6 @@ class CompressSettings:
     force: bool = False
     prune: bool = True
     prune_only: bool = False
-    summarize: bool = True
     min_savings: int = 0
     focus: str | None = None
     previous_summary: str | None = None
@@ -106,12 +105,10 @@ def _compact(
         _record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = "pruned"
-        if settings.prune_only and (not settings.force and counter.messages(current) < threshold):
+        if settings.prune_only and counter.messages(current) < threshold:
+            report.notes.append("pruning alone brought it under the threshold (--prune-only)")
             report.after = tally(current, counter=counter)
             return current, report
-    if not settings.summarize:
-        report.after = tally(current, counter=counter)
-        return current, report
 
     before_summary = counter.messages(current)
     out = summarize_messages(

@@ -254,3 +254,19 @@ def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_
     passed = runner.invoke(app, [*args, "--min-retention", "paths=1,commands=1"])
     assert passed.exit_code == 0, passed.output
     assert out.exists()
+
+
+def test_prune_only_stops_when_pruning_is_enough(session_jsonl: Path, tmp_path: Path) -> None:
+    # 50k tokens against a 30k threshold: pruning alone gets it to about 26k.
+    small = ["--context-length", "60000", "--offline", str(session_jsonl)]
+    out = tmp_path / "pruned.jsonl"
+    result = runner.invoke(app, ["compress", "--prune-only", *small, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "pruning alone brought it under the threshold" in result.stderr
+    messages = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert not any(markers.is_summary(m) for m in messages)
+    assert len(messages) == len(session_jsonl.read_bytes().splitlines())
+    full = tmp_path / "full.jsonl"
+    result = runner.invoke(app, ["compress", *small, "-o", str(full)])
+    assert result.exit_code == 0, result.output
+    assert any(markers.is_summary(json.loads(line)) for line in full.read_bytes().splitlines())
