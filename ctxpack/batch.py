@@ -8,14 +8,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxpack import files, formats
-from ctxpack.archiving import record_run
+from ctxpack.archiving import archive_result, settings_record
 from ctxpack.errors import CtxpackError, InputError, RetentionError
 from ctxpack.formats import ReadOptions
 from ctxpack.pipeline import CompressSettings, compress_transcript
-from ctxpack.report import CompressReport, SessionReport
+from ctxpack.report import CompressReport
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Transcript
 
@@ -111,51 +111,6 @@ def measure_retention(
         session.retention = retention_summary(evaluation)
         measured.append(evaluation)
     return measured
-
-
-def settings_record(settings: CompressSettings) -> dict[str, Any]:
-    """What the archive keeps of the settings: never the API key."""
-    budget = settings.budget
-    return {
-        "context_length": budget.context_length,
-        "threshold": budget.threshold,
-        "target_ratio": budget.target_ratio,
-        "protect_first": budget.protect_first,
-        "protect_last": budget.protect_last,
-        "tail_tokens": budget.tail_tokens,
-        "force": settings.force,
-        "prune": settings.prune,
-        "prune_only": settings.prune_only,
-        "focus": settings.focus,
-        "redact": settings.redact,
-        "model": settings.llm.model if settings.llm else None,
-    }
-
-
-def archive_result(
-    sessions: list[SessionReport],
-    *,
-    archive_path: str | None,
-    original: Transcript,
-    result: Transcript,
-    output_bytes: bytes,
-    settings: dict[str, Any],
-    report: dict[str, Any],
-) -> None:
-    """Record the run; a failing archive costs reversibility, not the run: warn."""
-    try:
-        record_run(
-            archive_path=archive_path,
-            original=original,
-            result=result,
-            output_bytes=output_bytes,
-            extra_blobs=[blob for s in sessions for blob in s.blobs],
-            settings=settings,
-            report=report,
-        )
-    except CtxpackError as exc:
-        if sessions:
-            sessions[0].warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")
 
 
 def discover(paths: list[str]) -> list[tuple[str, str]]:

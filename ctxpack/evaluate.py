@@ -9,38 +9,33 @@ verbatim are kept trivially; the region's facts are the ones at risk.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from ctxpack import markers
-from ctxpack import messages as m
-from ctxpack.boundaries import latest_user_index
 from ctxpack.errors import UsageError
+from ctxpack.eval_checks import (
+    Check,
+    exact_copy,
+    latest_user_check,
+    message_key,
+    orphan_check,
+    summary_checks,
+    visible_texts,
+    written_summaries,
+)
 from ctxpack.facts import FactCollector, Facts, MessageFacts, known_facts, message_facts
 from ctxpack.facts_match import Haystack
-from ctxpack.facts_text import collapse, mask_secrets
+from ctxpack.facts_text import mask_secrets
 from ctxpack.report import ratio
-from ctxpack.summarizer import HEADINGS
 from ctxpack.tokens import TokenCounter
-from ctxpack.toolpairs import calls_of, orphans
 from ctxpack.transcript import Message, Transcript
 
 CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
 OVERALL = "overall"
 SCOPES = ("region", "transcript")
-_PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
-# A quoted user request inside a summary: "> line" (see pipeline._active_request).
-_QUOTE_MARK = re.compile(r"^> ?", re.MULTILINE)
-
-
-class Check(NamedTuple):
-    name: str
-    passed: bool
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -166,7 +161,7 @@ class FactCache:
         known = known_facts(msg)
         if known is not None:
             return known
-        key = _kept(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
+        key = exact_copy(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
         hit = self._facts.get(key)
         if hit is None:
             hit = self._facts[key] = message_facts(msg)
@@ -182,21 +177,21 @@ def evaluate(
 ) -> EvalReport:
     """Compare one session before and after compaction."""
     cache = cache or FactCache()
-    survivors = {_key(msg) for msg in compacted}
-    original_keys = [_key(msg) for msg in original]
+    survivors = {message_key(msg) for msg in compacted}
+    original_keys = [message_key(msg) for msg in original]
     region = [msg for msg, key in zip(original, original_keys, strict=True) if key not in survivors]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
-    summaries = _summaries(compacted, set(original_keys))
+    summaries = written_summaries(compacted, set(original_keys))
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
         region=_retention(cache.of(region), survives),
         transcript=_retention(cache.of(original), survives),
         checks=[
-            _orphan_check(original, compacted),
-            _latest_user_check(original, compacted, haystack.text),
-            *_summary_checks(summaries),
+            orphan_check(original, compacted),
+            latest_user_check(original, compacted, haystack.text),
+            *summary_checks(summaries),
         ],
         tokens_before=counter.messages(original),
         tokens_after=counter.messages(compacted),
@@ -250,38 +245,6 @@ def combine(reports: list[EvalReport], *, label: str = "all") -> EvalReport:
     )
 
 
-def visible_texts(messages: list[Message]) -> Iterator[str]:
-    """What the model reads: message text and tool-call arguments, raw and decoded."""
-    for index, msg in enumerate(messages):
-        yield m.text(msg)
-        for use in calls_of(msg, index):
-            yield use.arguments
-            # Decoded strings too: a multi-line command is escaped in the raw JSON.
-            yield from _strings(use.args())
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def _key(msg: Message) -> bytes:
-    parts = [m.role(msg), msg.get("content"), msg.get("tool_calls"), msg.get("function_call")]
-    return _kept(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
-
-
-def _kept(data: bytes) -> bytes:
-    """An exact-size copy of orjson output that is kept: orjson's own buffer
-    holds several kilobytes however short the output."""
-    return memoryview(data).tobytes()
-
-
 def _retention(facts: Facts, survives: _Survival) -> list[CategoryRetention]:
     rows = []
     for name, items in facts.categories():
@@ -328,88 +291,3 @@ def _merge_check(name: str, results: list[tuple[str, Check]]) -> Check:
     shown = "; ".join(f"{label}: {c.detail}" for label, c in failed[:3])
     more = f"; … {len(failed) - 3} more" if len(failed) > 3 else ""
     return Check(name, False, f"failed in {len(failed)} of {len(results)} sessions ({shown}{more})")
-
-
-# ---- checks --------------------------------------------------------------
-
-
-def _orphan_check(original: list[Message], compacted: list[Message]) -> Check:
-    """Orphans the compaction introduced; ones the input already had are only noted."""
-    results, calls = orphans(compacted)
-    old_results, old_calls = orphans(original)
-    old_result_ids = {m.result_call_id(original[i]) for i in old_results}
-    new_results = [i for i in results if m.result_call_id(compacted[i]) not in old_result_ids]
-    new_calls = [c for c in calls if c not in set(old_calls)]
-    inherited = len(results) - len(new_results) + len(calls) - len(new_calls)
-    also = f" ({inherited} already in the original)" if inherited else ""
-    if new_results or new_calls:
-        detail = (
-            f"{len(new_results)} result(s) without a call, "
-            f"{len(new_calls)} call(s) without a result{also}"
-        )
-        return Check("no_orphan_tool_pairs", False, detail)
-    return Check("no_orphan_tool_pairs", True, f"every call and result pairs up{also}")
-
-
-def _latest_user_check(original: list[Message], compacted: list[Message], haystack: str) -> Check:
-    name = "latest_user_message_kept"
-    index = latest_user_index(original)
-    if index is None:
-        return Check(name, True, "the original has no user message")
-    latest = original[index]
-    if any(_key(msg) == _key(latest) for msg in compacted):
-        return Check(name, True, f"message #{index} kept as it was")
-    text = m.text(latest)
-    ask = collapse(text)
-    if not ask:
-        return Check(name, False, f"message #{index} (no text) is gone")
-    if ask in haystack:
-        return Check(name, True, f"message #{index} found verbatim")
-    unquoted = collapse(_QUOTE_MARK.sub("", "\n".join(visible_texts(compacted))))
-    if collapse(_QUOTE_MARK.sub("", text)) in unquoted:
-        return Check(name, True, f"message #{index} quoted verbatim")
-    return Check(name, False, f"message #{index} is not in the compacted text: {_clip(ask)!r}")
-
-
-def _summaries(compacted: list[Message], original_keys: set[bytes]) -> list[Message]:
-    """Summary messages the compaction wrote (not ones carried over unchanged)."""
-    found = []
-    for msg in compacted:
-        if _key(msg) in original_keys:
-            continue
-        body = m.text(msg)
-        headings = sum(1 for h in HEADINGS if _has_heading(body, h))
-        if markers.is_summary(msg) or markers.SUMMARY_END in body or headings * 2 >= len(HEADINGS):
-            found.append(msg)
-    return found
-
-
-def _summary_checks(summaries: list[Message]) -> list[Check]:
-    if not summaries:
-        none = "no summary in the compacted transcript"
-        return [Check("summary_headings", True, none), Check("reference_prefix", True, none)]
-    lacking: list[str] = []
-    unprefixed = 0
-    for msg in summaries:
-        body = m.text(msg)
-        lacking.extend(h for h in HEADINGS if not _has_heading(body, h) and h not in lacking)
-        unprefixed += _PREFIX_HEAD not in body
-    headings = (
-        Check("summary_headings", False, "missing: " + ", ".join(f"## {h}" for h in lacking))
-        if lacking
-        else Check("summary_headings", True, f"all {len(HEADINGS)} template headings present")
-    )
-    prefix = (
-        Check("reference_prefix", False, f"{unprefixed} summary message(s) without the prefix")
-        if unprefixed
-        else Check("reference_prefix", True, "the reference-only prefix opens the summary")
-    )
-    return [headings, prefix]
-
-
-def _has_heading(body: str, heading: str) -> bool:
-    return re.search(rf"^##\s+{re.escape(heading)}\s*$", body, re.MULTILINE) is not None
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

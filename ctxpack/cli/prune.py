@@ -81,7 +81,7 @@ def prune(
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
     message count, order, roles and tool-call ids never change."""
     from ctxpack import formats
-    from ctxpack.batch import archive_result
+    from ctxpack.archiving import archive_result
     from ctxpack.prune import PruneSettings, prune_transcript, totals
     from ctxpack.tokens import TokenCounter
 

@@ -75,7 +75,7 @@ def _run(args: dict[str, Any], *, require_previous: bool) -> None:
 
     from ctxpack import formats
     from ctxpack.alignplan import plans_from_json
-    from ctxpack.batch import archive_result, settings_record
+    from ctxpack.archiving import archive_result, settings_record
     from ctxpack.cli.render import compress_report
     from ctxpack.pipeline import CompressSettings, summarize_transcript
     from ctxpack.tokens import TokenCounter
