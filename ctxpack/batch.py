@@ -182,6 +182,8 @@ def run_batch(
                 key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
             )
             outcome = compress_file(job, counter=counter)
+            # The memo would keep every finished file's messages alive.
+            counter.forget()
             outcomes.append(outcome)
             if not on_done(outcome):
                 break

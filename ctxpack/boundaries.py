@@ -105,6 +105,7 @@ class _Planner:
         self.messages = messages
         self.n = len(messages)
         self.budget = budget
+        counter.prime(messages)
         self.tokens = [counter.message(msg) for msg in messages]
         # (call index, last result index) for every call that has a result.
         links = link_results(messages)

@@ -50,6 +50,7 @@ class Tally:
 
 def tally(messages: list[Message], *, counter: TokenCounter) -> Tally:
     result = Tally()
+    counter.prime(messages)
     for msg in messages:
         result.add_message(msg, counter.breakdown(msg))
     return result

@@ -54,6 +54,40 @@ def message_key(msg: Message) -> bytes:
     return exact_copy(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
 
 
+def _shape(msg: Message) -> tuple[str, int, int]:
+    """A cheap digest that equal message_keys always share."""
+    content, calls = msg.get("content"), msg.get("tool_calls")
+    return (
+        m.role(msg),
+        len(content) if isinstance(content, str | list) else -1,
+        len(calls) if isinstance(calls, list) else -1,
+    )
+
+
+class MessageSet:
+    """Membership by message_key, the same message object counting without
+    serializing it: a compaction keeps most messages as the very same objects."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self._ids = {id(msg) for msg in messages}
+        self._groups: dict[tuple[str, int, int], list[Message]] = {}
+        for msg in messages:
+            self._groups.setdefault(_shape(msg), []).append(msg)
+        self._keys: dict[tuple[str, int, int], set[bytes]] = {}
+
+    def __contains__(self, msg: Message) -> bool:
+        if id(msg) in self._ids:
+            return True
+        shape = _shape(msg)
+        group = self._groups.get(shape)
+        if group is None:
+            return False
+        keys = self._keys.get(shape)
+        if keys is None:
+            keys = self._keys[shape] = {message_key(other) for other in group}
+        return message_key(msg) in keys
+
+
 def exact_copy(data: bytes) -> bytes:
     """An exact-size copy of orjson output that is kept: orjson's own buffer
     holds several kilobytes however short the output."""
@@ -98,11 +132,11 @@ def latest_user_check(original: list[Message], compacted: list[Message], haystac
     return Check(name, False, f"message #{index} is not in the compacted text: {_clip(ask)!r}")
 
 
-def written_summaries(compacted: list[Message], original_keys: set[bytes]) -> list[Message]:
+def written_summaries(compacted: list[Message], original: MessageSet) -> list[Message]:
     """Summary messages the compaction wrote (not ones carried over unchanged)."""
     found = []
     for msg in compacted:
-        if message_key(msg) in original_keys:
+        if msg in original:
             continue
         body = m.text(msg)
         headings = sum(1 for h in HEADINGS if _has_heading(body, h))

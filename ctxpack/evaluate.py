@@ -18,9 +18,9 @@ from ctxpack import markers
 from ctxpack.errors import UsageError
 from ctxpack.eval_checks import (
     Check,
+    MessageSet,
     exact_copy,
     latest_user_check,
-    message_key,
     orphan_check,
     summary_checks,
     visible_texts,
@@ -177,12 +177,11 @@ def evaluate(
 ) -> EvalReport:
     """Compare one session before and after compaction."""
     cache = cache or FactCache()
-    survivors = {message_key(msg) for msg in compacted}
-    original_keys = [message_key(msg) for msg in original]
-    region = [msg for msg, key in zip(original, original_keys, strict=True) if key not in survivors]
+    survivors = MessageSet(compacted)
+    region = [msg for msg in original if msg not in survivors]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
-    summaries = written_summaries(compacted, set(original_keys))
+    summaries = written_summaries(compacted, MessageSet(original))
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",

@@ -26,8 +26,19 @@ _LONG_RUN = b"9" * 19
 _WRITE_DEPTH = 1100
 
 
-def _has_long_digits(data: bytes) -> bool:
-    return data.translate(_DIGIT_MAP).find(_LONG_RUN) >= 0
+def _has_long_digits(data: bytes | memoryview) -> bool:
+    raw = data if isinstance(data, bytes) else data.tobytes()
+    return raw.translate(_DIGIT_MAP).find(_LONG_RUN) >= 0
+
+
+def has_long_digits(data: bytes, *, block: int = 1 << 22) -> bool:
+    """Whether any line of `data` may need the exact path; read in blocks so
+    that a large file is never copied whole."""
+    overlap = len(_LONG_RUN) - 1
+    return any(
+        _has_long_digits(data[start : start + block + overlap])
+        for start in range(0, len(data), block)
+    )
 
 
 class JSONError(ValueError):
@@ -42,14 +53,20 @@ def _refuse_constant(name: str) -> Any:
     raise JSONError(f"invalid JSON: {name} is not a JSON number")
 
 
-def loads(data: bytes) -> Any:
-    """Parse one JSON document exactly (big integers and odd escapes kept)."""
-    if not _has_long_digits(data):
+def loads(data: bytes | memoryview, *, no_long_digits: bool = False) -> Any:
+    """Parse one JSON document exactly (big integers and odd escapes kept).
+
+    `no_long_digits`: the caller already knows the data has no run of 19+
+    digits (has_long_digits over the whole file), so the fast path is safe.
+    """
+    if no_long_digits or not _has_long_digits(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
+            data = bytes(data)
             if b"\\u" not in data:
                 raise _orjson_error(exc, data) from None
+    data = bytes(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -27,15 +27,21 @@ FOREIGN_SUMMARY_PREFIXES = (
 )
 
 
+_PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
+_OPENINGS = (_PREFIX_HEAD, *FOREIGN_SUMMARY_PREFIXES)
+
+
 def is_summary(msg: Message) -> bool:
     """True for a message that holds a compaction summary rather than a turn."""
-    body = m.text(msg).lstrip()
-    if body.startswith(SUMMARY_PREFIX.split("\n", 1)[0]):
+    # Every stage asks this of every message: look at the parts where they
+    # are instead of joining them (none of the markers spans a line break).
+    parts = [text for text in m.text_parts(msg) if text]
+    first = next((text.lstrip() for text in parts if not text.isspace()), "")
+    if first.startswith(_OPENINGS):
         return True
-    if SUMMARY_PREFIX.split("\n", 1)[0] in body and SUMMARY_END in body:
-        # A summary merged into a tail message (after that message's own text).
-        return True
-    return any(body.startswith(prefix) for prefix in FOREIGN_SUMMARY_PREFIXES)
+    # A summary merged into a tail message (after that message's own text).
+    merged = any(_PREFIX_HEAD in text for text in parts)
+    return merged and any(SUMMARY_END in text for text in parts)
 
 
 def summary_body(msg: Message) -> str:

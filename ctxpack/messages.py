@@ -20,7 +20,8 @@ def role(msg: Message) -> str:
 
 
 def is_tool_result(msg: Message) -> bool:
-    return role(msg) in ("tool", "function")
+    value = msg.get("role")
+    return value == "tool" or value == "function"
 
 
 def tool_calls(msg: Message) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from ctxpack import markers
 from ctxpack.summarizer import HEADINGS, SummaryRequest
+from ctxpack.transcript import Message
 
 PROMPT_VERSION = "ctxpack-summary-1"
 
@@ -65,13 +66,18 @@ def effective_request(request: SummaryRequest) -> SummaryRequest:
     A summary left in the middle would be summarized as if it were a turn; it
     belongs in PREVIOUS SUMMARY instead (the latest one wins).
     """
-    summaries = [msg for msg in request.middle if markers.is_summary(msg)]
-    if not summaries:
+    turns: list[Message] = []
+    latest: Message | None = None
+    for msg in request.middle:
+        if markers.is_summary(msg):
+            latest = msg
+        else:
+            turns.append(msg)
+    if latest is None:
         return request
     previous = request.previous_summary
     if previous is None:
-        previous = markers.summary_body(summaries[-1])
-    turns = [msg for msg in request.middle if not markers.is_summary(msg)]
+        previous = markers.summary_body(latest)
     return replace(request, middle=turns, previous_summary=previous)
 
 

@@ -140,6 +140,7 @@ def tail_start(messages: list[Message], *, counter: TokenCounter, budget: Budget
 def prune_messages(
     messages: list[Message], *, counter: TokenCounter, settings: PruneSettings
 ) -> PruneResult:
+    counter.prime(messages)
     head = head_end(messages, settings.budget.protect_first)
     tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
     links = toolpairs.link_results(messages)

@@ -22,6 +22,7 @@ from typing import Any
 import tiktoken
 import tiktoken.load
 
+from ctxpack import forked
 from ctxpack import messages as m
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.transcript import Message
@@ -54,6 +55,8 @@ KINDS = (
 MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1600
 CHARS_PER_TOKEN = 4
+# Below this many uncounted messages a fork costs more than it saves.
+PARALLEL_MIN_MESSAGES = 2000
 
 _TEXT_KIND = {
     "system": "system",
@@ -161,7 +164,11 @@ def _build_encoding(name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
         params = constructor()
     finally:
         openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**params)
+    encoding = tiktoken.Encoding(**params)
+    # The Rust core keeps its own copy of the ranks; the Python dict (about
+    # 25 MB) only serves pickling, which a counter never does.
+    encoding._mergeable_ranks = {}
+    return encoding
 
 
 class TokenCounter:
@@ -171,27 +178,79 @@ class TokenCounter:
     object stays correct and every unchanged message is tokenized once per run.
     """
 
-    def __init__(self, *, encoding: str = DEFAULT_ENCODING, estimate: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        encoding: str = DEFAULT_ENCODING,
+        estimate: bool = False,
+        workers: int | None = None,
+    ) -> None:
         self.encoding_name = encoding
         self.estimate = estimate
-        self._encoding = None if estimate else get_encoding(encoding)
-        self._memo: dict[int, tuple[Message, dict[str, int]]] = {}
+        if not estimate and encoding not in ENCODINGS:
+            get_encoding(encoding)  # the error that names the valid choices
+        # Loaded on first use: a command can read its input before the
+        # tokenizer takes its share of memory.
+        self._encoding: tiktoken.Encoding | None = None
+        # id(message) -> (total, tokens of each of KINDS): one small tuple per
+        # message, as large sessions hold hundreds of thousands. `_alive`
+        # keeps every counted message alive, so no id is reused meanwhile.
+        self._memo: dict[int, tuple[int, ...]] = {}
+        self._alive: list[Message] = []
+        # None: as many processes as this machine gives us, for large inputs.
+        self.workers = workers
+
+    def prime(self, msgs: list[Message]) -> None:
+        """Count every message not counted yet, on several cores when that pays.
+
+        Stages call this before walking a session so that the per-message
+        lookups that follow are memo hits.
+        """
+        memo = self._memo
+        todo = [msg for msg in msgs if id(msg) not in memo]
+        if not todo:
+            return
+        workers = 1
+        if not self.estimate and len(todo) >= PARALLEL_MIN_MESSAGES:
+            self._encoder()  # loaded once here, not once per child
+            workers = self.workers or forked.available_workers()
+        counted = forked.map_forked(self._packed, todo, workers=workers)
+        memo.update(zip(map(id, todo), counted, strict=True))
+        self._alive += todo
+
+    def forget(self) -> None:
+        """Drop the memo (and the messages it keeps alive), e.g. between files."""
+        self._memo.clear()
+        self._alive.clear()
 
     def text(self, text: str) -> int:
         if not text:
             return 0
-        if self._encoding is None:
+        if self.estimate:
             return -(-len(text) // CHARS_PER_TOKEN)
-        return len(self._encoding.encode_ordinary(text))
+        return len((self._encoding or self._encoder()).encode_ordinary(text))
+
+    def _encoder(self) -> tiktoken.Encoding:
+        if self._encoding is None:
+            self._encoding = get_encoding(self.encoding_name)
+        return self._encoding
 
     def breakdown(self, msg: Message) -> dict[str, int]:
         """Tokens of one message by kind (only non-zero kinds present)."""
+        entry = self._entry(msg)
+        return {kind: n for kind, n in zip(KINDS, entry[1:], strict=True) if n}
+
+    def _entry(self, msg: Message) -> tuple[int, ...]:
         hit = self._memo.get(id(msg))
-        if hit is not None and hit[0] is msg:
-            return hit[1]
+        if hit is not None:
+            return hit
+        entry = self._memo[id(msg)] = self._packed(msg)
+        self._alive.append(msg)
+        return entry
+
+    def _packed(self, msg: Message) -> tuple[int, ...]:
         kinds = self._count(msg)
-        self._memo[id(msg)] = (msg, kinds)
-        return kinds
+        return (sum(kinds.values()), *(kinds.get(kind, 0) for kind in KINDS))
 
     def _count(self, msg: Message) -> dict[str, int]:
         text = self.text
@@ -228,10 +287,12 @@ class TokenCounter:
         return kinds
 
     def message(self, msg: Message) -> int:
-        return sum(self.breakdown(msg).values())
+        return self._entry(msg)[0]
 
     def messages(self, msgs: list[Message]) -> int:
-        return sum(self.message(msg) for msg in msgs)
+        self.prime(msgs)
+        entry = self._entry
+        return sum(entry(msg)[0] for msg in msgs)
 
 
 def _str(value: Any) -> str:

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Message = dict[str, Any]
+# The exact input bytes of one message: a view into the file as read (no copy)
+# or bytes of their own.
+RawLine = bytes | memoryview
 
 
 @dataclass
@@ -20,12 +23,12 @@ class Session:
     """
 
     messages: list[Message]
-    originals: list[tuple[Message, bytes]] = field(default_factory=list)
+    originals: list[tuple[Message, RawLine]] = field(default_factory=list)
     label: str = ""
     # Format-specific context the adapter needs to write this session back.
     context: dict[str, Any] = field(default_factory=dict)
 
-    def raw_bytes(self) -> dict[int, bytes]:
+    def raw_bytes(self) -> dict[int, RawLine]:
         return {id(msg): raw for msg, raw in self.originals}
 
     def with_messages(self, messages: list[Message]) -> Session:

@@ -66,7 +66,9 @@ def align(
         resolved = opts.resolve(dict(locals()), config_file)
         budget = opts.budget(resolved)
         counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
-        transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+        transcript = load(
+            path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid, keep_bytes=False
+        )
         plans = [
             (
                 _label(session.label, n),

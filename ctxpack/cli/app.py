@@ -96,14 +96,23 @@ def reported() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def load(path: str, *, fmt: str | None, messages_key: str | None, skip_invalid: bool) -> Transcript:
+def load(
+    path: str,
+    *,
+    fmt: str | None,
+    messages_key: str | None,
+    skip_invalid: bool,
+    keep_bytes: bool = True,
+) -> Transcript:
+    """Read a transcript; keep_bytes=False for commands that never write it back."""
     from ctxpack import formats
     from ctxpack.formats import ReadOptions
 
-    data = io.read_input(path)
-    options = ReadOptions(skip_invalid=skip_invalid, messages_key=messages_key)
+    options = ReadOptions(
+        skip_invalid=skip_invalid, messages_key=messages_key, keep_bytes=keep_bytes
+    )
     return formats.read(
-        data, path="<stdin>" if path == io.STDIO else path, fmt=fmt, options=options
+        io.read_input(path), path="<stdin>" if path == io.STDIO else path, fmt=fmt, options=options
     )
 
 

@@ -46,7 +46,13 @@ def count(
         counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
         reports = []
         for path in paths:
-            transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+            transcript = load(
+                path,
+                fmt=from_,
+                messages_key=messages_key,
+                skip_invalid=skip_invalid,
+                keep_bytes=False,
+            )
             reports.append(count_transcript(transcript, counter=counter))
         if json_out:
             data = [r.to_dict() for r in reports]

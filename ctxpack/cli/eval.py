@@ -98,9 +98,19 @@ def eval_(
         if original == files.STDIO and compacted == files.STDIO:
             raise UsageError("only one of ORIGINAL and COMPACTED can be read from stdin")
         counter = TokenCounter(encoding=encoding, estimate=estimate)
-        before = load(original, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+        before = load(
+            original,
+            fmt=from_,
+            messages_key=messages_key,
+            skip_invalid=skip_invalid,
+            keep_bytes=False,
+        )
         after = load(
-            compacted, fmt=compacted_from, messages_key=messages_key, skip_invalid=skip_invalid
+            compacted,
+            fmt=compacted_from,
+            messages_key=messages_key,
+            skip_invalid=skip_invalid,
+            keep_bytes=False,
         )
         reports = evaluate_transcripts(before, after, counter=counter)
         failures = gate(reports, thresholds) if thresholds is not None else []

@@ -90,7 +90,13 @@ def prune(
             raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
         resolved = opts.resolve(dict(locals()), config_file)
         counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
-        transcript = load(path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid)
+        transcript = load(
+            path,
+            fmt=from_,
+            messages_key=messages_key,
+            skip_invalid=skip_invalid,
+            keep_bytes=not dry_run,
+        )
         settings = PruneSettings(budget=opts.budget(resolved), min_savings=resolved["min_savings"])
         pruned, results = prune_transcript(transcript, counter=counter, settings=settings)
         if json_out:

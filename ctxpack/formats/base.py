@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
 
-from ctxpack.transcript import Transcript
+from ctxpack.transcript import RawLine, Transcript
 
 BOM = b"\xef\xbb\xbf"
 
@@ -16,6 +18,9 @@ class ReadOptions:
     # Dotted path to the message list inside each record ("traj", "a.b.-1").
     messages_key: str | None = None
     include_sidechains: bool = False
+    # False when the transcript will never be written back: readers then keep
+    # no per-message bytes, so the input can be freed once it is parsed.
+    keep_bytes: bool = True
 
 
 class FormatAdapter(Protocol):
@@ -43,6 +48,50 @@ def split_lines(data: bytes) -> tuple[list[bytes], bool]:
     return lines, False
 
 
-def join_lines(lines: list[bytes], *, final_newline: bool) -> bytes:
+class LineViews(Sequence[memoryview]):
+    """The lines of `data` (split on b"\\n" only) as views made on demand:
+    a few bytes per line until a reader keeps one."""
+
+    def __init__(self, data: bytes) -> None:
+        self._view = memoryview(data)
+        starts, ends = array("q"), array("q")
+        start, size, find = 0, len(data), data.find
+        while start < size:
+            end = find(b"\n", start)
+            if end < 0:
+                end = size
+            starts.append(start)
+            ends.append(end)
+            start = end + 1
+        self._starts, self._ends = starts, ends
+        self.final_newline = bool(data) and data.endswith(b"\n")
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __iter__(self) -> Iterator[memoryview]:
+        view = self._view
+        for start, end in zip(self._starts, self._ends, strict=True):
+            yield view[start:end]
+
+    @overload
+    def __getitem__(self, index: int) -> memoryview: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[memoryview]: ...
+    def __getitem__(self, index: int | slice) -> memoryview | list[memoryview]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._view[self._starts[index] : self._ends[index]]
+
+
+_SPACE = b" \t\r\n\x0b\x0c"
+
+
+def is_blank(line: bytes | memoryview) -> bool:
+    # A JSONL line almost always starts with "{": only look further when not.
+    return not line or (line[0] in _SPACE and not bytes(line).strip())
+
+
+def join_lines(lines: Sequence[RawLine], *, final_newline: bool) -> bytes:
     out = b"\n".join(lines)
     return out + b"\n" if final_newline and lines else out

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from ctxpack import jsoncodec
-from ctxpack.errors import InputError, UsageError
+from ctxpack.errors import CtxpackError, InputError, UsageError
 from ctxpack.formats import keypath
-from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
-from ctxpack.transcript import Message, Session, Transcript
+from ctxpack.formats.base import BOM, LineViews, ReadOptions, is_blank, join_lines
+from ctxpack.transcript import Message, RawLine, Session, Transcript
 
 _JSON_TYPES = {
     int: "a number",
@@ -63,15 +64,18 @@ class OpenAIFormat:
         body = data[len(BOM) :] if bom else data
         explicit = _explicit_path(options.messages_key)
         layout: dict[str, Any] = {"bom": bom}
-        lines, final_newline = split_lines(body)
-        layout["final_newline"] = final_newline
-        layout["cr"] = bool(lines) and lines[0].endswith(b"\r")
-        nonblank = [line for line in lines if line.strip()]
+        # Lines are views into the input: the messages keep their exact bytes
+        # for writing back without a second copy of the file.
+        lines = LineViews(body)
+        layout["final_newline"] = lines.final_newline
+        layout["cr"] = bool(lines) and bytes(lines[0][-1:]) == b"\r"
+        # The first two lines with content are all the layout depends on.
+        nonblank = list(itertools.islice((line for line in lines if not is_blank(line)), 2))
         if not nonblank:
             layout["mode"] = "jsonl-messages"
-            session = Session(messages=[], context={"junk": {0: lines}})
+            session = Session(messages=[], context={"junk": {0: list(lines)}})
             return Transcript(self.name, [session], path=path, raw=data, layout=layout)
-        first = nonblank[0].lstrip()[:1]
+        first = bytes(nonblank[0][:64]).lstrip()[:1] or bytes(nonblank[0]).lstrip()[:1]
         # One object per line (a single line is JSONL too); a multi-line
         # object whose first line does not parse alone is one pretty-printed document.
         if first == b"{" and (len(nonblank) == 1 or _parses(nonblank[0])):
@@ -90,7 +94,7 @@ class OpenAIFormat:
 
     def _read_jsonl(
         self,
-        lines: list[bytes],
+        lines: LineViews,
         data: bytes,
         path: str,
         options: ReadOptions,
@@ -99,20 +103,22 @@ class OpenAIFormat:
     ) -> Transcript:
         messages_mode: bool | None = None
         key: keypath.KeyPath | None = None
-        originals: list[tuple[Message, bytes]] = []
-        junk: dict[int, list[bytes]] = {}
+        originals: list[tuple[Message, RawLine]] = []
+        junk: dict[int, list[RawLine]] = {}
         sessions: list[Session] = []
+        plain = not jsoncodec.has_long_digits(data)
+        keep = options.keep_bytes
         entries: list[tuple[str, Any]] = []
         skipped = 0
         last = len(lines) - 1
         for index, line in enumerate(lines):
             lineno = index + 1
-            if not line.strip():
-                junk.setdefault(len(originals), []).append(line)
-                entries.append(("raw", line))
+            if is_blank(line):
+                junk.setdefault(len(originals), []).append(line if keep else bytes(line))
+                entries.append(("raw", line if keep else bytes(line)))
                 continue
             try:
-                obj = jsoncodec.loads(line)
+                obj = jsoncodec.loads(line, no_long_digits=plain)
                 if messages_mode is None:
                     messages_mode = explicit is None and isinstance(obj, dict) and "role" in obj
                     layout["mode"] = "jsonl-messages" if messages_mode else "jsonl-records"
@@ -120,10 +126,11 @@ class OpenAIFormat:
                     problem = validate_message(obj)
                     if problem:
                         raise InputError(problem, path=path, line=lineno)
-                    originals.append((obj, line))
+                    originals.append((obj, line if keep else b""))
                 else:
                     key = key or _record_path(obj, explicit, path, lineno)
-                    sessions.append(_record_session(obj, key, path, lineno, raw_line=line))
+                    raw_line = line if keep else b""
+                    sessions.append(_record_session(obj, key, path, lineno, raw_line=raw_line))
                     entries.append(("session", len(sessions) - 1))
             except (jsoncodec.JSONError, InputError) as exc:
                 if not options.skip_invalid:
@@ -136,8 +143,8 @@ class OpenAIFormat:
                         reason += " (the last line looks truncated)"
                     raise InputError(reason, path=path, line=lineno) from None
                 skipped += 1
-                junk.setdefault(len(originals), []).append(line)
-                entries.append(("raw", line))
+                junk.setdefault(len(originals), []).append(line if keep else bytes(line))
+                entries.append(("raw", line if keep else bytes(line)))
         if messages_mode or messages_mode is None:
             layout["mode"] = "jsonl-messages"
             session = Session(
@@ -149,8 +156,15 @@ class OpenAIFormat:
         else:
             layout["entries"] = entries
             layout["key"] = key
+        if not keep:
+            layout["bytes_dropped"] = True
         return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=skipped, layout=layout
+            self.name,
+            sessions,
+            path=path,
+            raw=data if keep else b"",
+            skipped_lines=skipped,
+            layout=layout,
         )
 
     def _read_document(
@@ -181,6 +195,8 @@ class OpenAIFormat:
     def write(self, transcript: Transcript) -> bytes:
         layout = transcript.layout
         mode = layout["mode"]
+        if layout.get("bytes_dropped"):
+            raise CtxpackError("this transcript was read for counting only and cannot be written")
         if transcript.unchanged():
             return transcript.raw
         if mode == "jsonl-messages":
@@ -189,7 +205,7 @@ class OpenAIFormat:
                 final_newline=layout["final_newline"] or bool(transcript.sessions[0].messages),
             )
         elif mode == "jsonl-records":
-            out: list[bytes] = []
+            out: list[RawLine] = []
             for kind, value in layout["entries"]:
                 if kind == "raw":
                     out.append(value)
@@ -226,7 +242,7 @@ def _explicit_path(text: str | None) -> keypath.KeyPath | None:
         raise UsageError(f"--messages-key: {exc}") from None
 
 
-def _parses(line: bytes) -> bool:
+def _parses(line: RawLine) -> bool:
     try:
         jsoncodec.loads(line)
     except jsoncodec.JSONError:
@@ -260,7 +276,7 @@ def _record_session(
     path: str,
     line: int | None,
     *,
-    raw_line: bytes = b"",
+    raw_line: RawLine = b"",
     label: str = "",
 ) -> Session:
     try:
@@ -284,7 +300,7 @@ def _record_session(
 def _message_list_session(
     doc: list[Any], path: str, options: ReadOptions, *, label: str
 ) -> tuple[Session, int]:
-    originals: list[tuple[Message, bytes]] = []
+    originals: list[tuple[Message, RawLine]] = []
     junk: dict[int, list[Any]] = {}
     skipped = 0
     for number, msg in enumerate(doc):
@@ -329,9 +345,9 @@ def _interleave(session: Session) -> list[tuple[bool, Any]]:
     return out
 
 
-def _jsonl_message_lines(session: Session, *, cr: bool) -> list[bytes]:
+def _jsonl_message_lines(session: Session, *, cr: bool) -> list[RawLine]:
     raw = session.raw_bytes()
-    out: list[bytes] = []
+    out: list[RawLine] = []
     for is_junk, item in _interleave(session):
         if is_junk:
             out.append(item)

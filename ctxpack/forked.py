@@ -1,0 +1,125 @@
+"""Map a function over a list on several cores, with forked children.
+
+Tokenizing is most of the cost of an exact count, and tiktoken keeps the GIL
+while it encodes, so threads do not help. Forked children see the parent's
+parsed messages without any copying or pickling; each maps one contiguous
+chunk and sends its results back through a pipe with marshal. Anything
+unusual (no fork on this platform, other threads alive, a child that fails)
+makes the caller compute the missing chunks itself: the result is always the
+same as the serial map.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+MAX_WORKERS = 8
+
+
+def available_workers() -> int:
+    """Cores this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def can_fork() -> bool:
+    # Forking with other threads alive can leave a lock held forever in the child.
+    return (
+        hasattr(os, "fork") and sys.platform.startswith("linux") and threading.active_count() == 1
+    )
+
+
+def map_forked(func: Callable[[T], Any], items: Sequence[T], *, workers: int) -> list[Any]:
+    """[func(x) for x in items], chunks mapped in up to `workers` processes.
+
+    Results must be marshal-able (ints, strings, dicts and lists of them).
+    """
+    if workers <= 1 or len(items) < 2 or not can_fork():
+        return [func(item) for item in items]
+    size = -(-len(items) // workers)
+    bounds = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
+    children: list[tuple[int, int, tuple[int, int]]] = []
+    results: list[list[Any] | None] = [None] * len(bounds)
+    try:
+        for number, (start, stop) in enumerate(bounds[1:], start=1):
+            child = _spawn(func, items, start, stop)
+            if child is None:
+                break
+            children.append((*child, bounds[number]))
+        start, stop = bounds[0]
+        results[0] = [func(items[i]) for i in range(start, stop)]
+        for number, (pid, fd, _) in enumerate(children, start=1):
+            results[number] = _collect(pid, fd)
+        children = []
+    finally:
+        for pid, fd, _ in children:
+            _abandon(pid, fd)
+    out: list[Any] = []
+    for chunk, (start, stop) in zip(results, bounds, strict=True):
+        if chunk is None or len(chunk) != stop - start:
+            chunk = [func(items[i]) for i in range(start, stop)]
+        out += chunk
+    return out
+
+
+def _spawn(
+    func: Callable[[T], Any], items: Sequence[T], start: int, stop: int
+) -> tuple[int, int] | None:
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # pragma: no cover - runs in the child, reported through the pipe
+        status = 1
+        try:
+            os.close(read_fd)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            payload = marshal.dumps([func(items[i]) for i in range(start, stop)])
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_fd, view) :]
+            status = 0
+        finally:
+            # Never return into the parent's code, never flush its buffers.
+            os._exit(status)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _collect(pid: int, fd: int) -> list[Any] | None:
+    chunks = []
+    with os.fdopen(fd, "rb") as pipe:
+        while block := pipe.read(1 << 20):
+            chunks.append(block)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    try:
+        value = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _abandon(pid: int, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)

@@ -1,0 +1,149 @@
+"""The fast paths for large inputs give exactly what the plain ones give:
+counting on several cores, lines kept as views of the input, reading without
+per-message bytes, the whole-file digit check."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxpack import forked, formats, jsoncodec, tokens
+from ctxpack.count import count_transcript
+from ctxpack.errors import CtxpackError
+from ctxpack.formats import ReadOptions
+from ctxpack.formats.base import LineViews, split_lines
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Message
+from tests.conftest import TAU_BENCH
+
+
+def _tau_messages() -> list[Message]:
+    runs = orjson.loads(TAU_BENCH.read_bytes())
+    return [msg for run in runs for msg in run["traj"]]
+
+
+def _tau_jsonl(tmp_path: Path) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(msg) + b"\n" for msg in _tau_messages()))
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 8])
+@pytest.mark.parametrize("size", [0, 1, 2, 7, 100])
+def test_forked_map_is_the_serial_map(workers: int, size: int) -> None:
+    items = list(range(size))
+    assert forked.map_forked(lambda x: {"n": x * x}, items, workers=workers) == [
+        {"n": x * x} for x in items
+    ]
+
+
+def test_chunks_run_in_child_processes() -> None:
+    assert forked.can_fork()
+    pids = forked.map_forked(lambda _: os.getpid(), list(range(40)), workers=4)
+    assert pids[:10] == [os.getpid()] * 10
+    assert len(set(pids[10:])) == 3 and os.getpid() not in pids[10:]
+
+
+def test_a_failing_child_leaves_its_chunk_to_the_parent() -> None:
+    parent = os.getpid()
+
+    def square_in_parent_only(x: int) -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only the parent may compute")
+        return x * x
+
+    assert forked.map_forked(square_in_parent_only, list(range(50)), workers=4) == [
+        x * x for x in range(50)
+    ]
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not forked.can_fork()
+        parent = os.getpid()
+        assert forked.map_forked(lambda _: os.getpid(), list(range(10)), workers=4) == [parent] * 10
+    finally:
+        release.set()
+        other.join()
+
+
+def test_counting_on_several_cores_gives_the_same_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", 0)
+    messages = _tau_messages()
+    serial, parallel = TokenCounter(workers=1), TokenCounter(workers=3)
+    parallel.prime(messages)
+    assert parallel.messages(messages) == serial.messages(messages) == 717_600
+    assert [parallel.breakdown(msg) for msg in messages] == [
+        serial.breakdown(msg) for msg in messages
+    ]
+
+
+def test_forget_drops_every_counted_message() -> None:
+    counter = TokenCounter(workers=1)
+    messages = _tau_messages()[:50]
+    before = counter.messages(messages)
+    counter.forget()
+    assert counter._memo == {} and counter._alive == []
+    assert counter.messages(messages) == before
+
+
+@given(st.binary(max_size=60).map(lambda b: b.replace(b"a", b"\n")))
+def test_line_views_split_like_split_lines(data: bytes) -> None:
+    lines, final_newline = split_lines(data)
+    views = LineViews(data)
+    assert [bytes(view) for view in views] == lines
+    assert [bytes(views[i]) for i in range(len(views))] == lines
+    assert views.final_newline == final_newline
+
+
+def test_jsonl_lines_are_views_of_the_input_and_write_back_exactly(tmp_path: Path) -> None:
+    data = _tau_jsonl(tmp_path).read_bytes()
+    transcript = formats.read(data, path="session.jsonl")
+    raw = transcript.sessions[0].originals[0][1]
+    assert isinstance(raw, memoryview) and raw.obj is data
+    edited = transcript.with_sessions(
+        [transcript.sessions[0].with_messages(list(transcript.sessions[0].messages))]
+    )
+    assert formats.write(edited) == data
+
+
+def test_reading_for_counting_only_counts_the_same_and_refuses_to_write(
+    tmp_path: Path,
+) -> None:
+    data = _tau_jsonl(tmp_path).read_bytes()
+    full = formats.read(data, path="session.jsonl")
+    light = formats.read(data, path="session.jsonl", options=ReadOptions(keep_bytes=False))
+    assert all(raw == b"" for _, raw in light.sessions[0].originals)
+    counter = TokenCounter()
+    assert (
+        count_transcript(light, counter=counter).to_dict()
+        == count_transcript(full, counter=counter).to_dict()
+    )
+    with pytest.raises(CtxpackError, match="cannot be written"):
+        formats.write(light)
+
+
+@pytest.mark.parametrize("offset", range(0, 40, 3))
+def test_a_long_digit_run_across_a_block_boundary_is_found(offset: int) -> None:
+    data = b"x" * offset + b"1" * 19 + b"y"
+    assert jsoncodec.has_long_digits(data, block=16)
+    assert not jsoncodec.has_long_digits(b"x" * offset + b"1" * 18 + b"y", block=16)
+
+
+def test_a_file_with_a_big_integer_still_reads_it_exactly(tmp_path: Path) -> None:
+    data = (
+        b'{"role": "user", "content": "hi"}\n'
+        b'{"role": "user", "content": "n", "id": 123456789012345678901234567890}\n'
+    )
+    transcript = formats.read(data, path="big.jsonl")
+    assert transcript.sessions[0].messages[1]["id"] == 123456789012345678901234567890
+    assert formats.write(transcript) == data
