@@ -26,8 +26,8 @@ demo: $(STAMP)
 	@echo "compacted transcript: $(DEMO_OUT)/session.ctxpack.jsonl (report: $(DEMO_OUT)/report.json)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check ctxpack tests
-	$(BIN)/ruff format --check ctxpack tests
+	$(BIN)/ruff check ctxpack tests bench
+	$(BIN)/ruff format --check ctxpack tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy ctxpack

@@ -34,7 +34,11 @@ def main() -> None:
         changed = sum(1 for s in report.sessions if s.status == "compacted")
         ratio = report.after.tokens / report.before.tokens if report.before.tokens else 1.0
         name = f"{path.parent.name}/{path.name}"
-        print(f"| {name} | {changed}/{len(report.sessions)} | " + " | ".join(cells) + f" | {ratio:.1%} |")
+        print(
+            f"| {name} | {changed}/{len(report.sessions)} | "
+            + " | ".join(cells)
+            + f" | {ratio:.1%} |"
+        )
 
 
 if __name__ == "__main__":

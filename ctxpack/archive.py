@@ -30,6 +30,7 @@ from ctxpack.archive_db import (
     default_path,
     normalize_ref,
     pack,
+    pack_all,
     ref_of_sha,
     resolve_path,
     translate,
@@ -166,7 +167,13 @@ class Archive:
             shas = list(items)
             known = self._present(shas)
             # Compress outside the transaction so other writers wait only for the inserts.
-            fresh = [(sha, *pack(items[sha]), len(items[sha])) for sha in shas if sha not in known]
+            todo = [sha for sha in shas if sha not in known]
+            fresh = [
+                (sha, codec, data, len(items[sha]))
+                for sha, (codec, data) in zip(
+                    todo, pack_all([items[sha] for sha in todo]), strict=True
+                )
+            ]
             now = time.time()
             with write_tx(self._conn) as tx:
                 tx.executemany(

@@ -162,7 +162,9 @@ def _worker_job(job: FileJob) -> FileOutcome:
     if _stop is not None and _stop.is_set():
         return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
     try:
-        return compress_file(job)
+        # The batch already keeps every core busy with a file each.
+        counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
+        return compress_file(job, counter=counter)
     except KeyboardInterrupt:
         if _stop is not None:
             _stop.set()

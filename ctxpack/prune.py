@@ -149,6 +149,7 @@ def prune_messages(
     duplicates = _duplicates(messages, settings.duplicate_chars)
     out = list(messages)
     rows: list[PlanRow] = []
+    plans: list[tuple[int, tuple[Message, str, str, str]]] = []
     for index in range(head, tail):
         msg = messages[index]
         if _is_out(msg):
@@ -165,9 +166,12 @@ def prune_messages(
             planned = _plan_arguments(msg, settings)
         else:
             continue
-        if planned is None:
-            continue
-        new, action, tool, reason = planned
+        if planned is not None:
+            plans.append((index, planned))
+    # Placeholders are counted together: on several cores when there are many.
+    counter.prime([planned[0] for _, planned in plans])
+    for index, (new, action, tool, reason) in plans:
+        msg = messages[index]
         before, after = counter.message(msg), counter.message(new)
         if after >= before:
             continue

@@ -51,6 +51,7 @@ KINDS = (
     "images",
     "overhead",
 )
+_ZEROS = (0,) * len(KINDS)
 # Role and separator tokens a chat template adds around each message.
 MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1600
@@ -235,6 +236,10 @@ class TokenCounter:
             self._encoding = get_encoding(self.encoding_name)
         return self._encoding
 
+    def counts(self, msg: Message) -> tuple[int, ...]:
+        """(total, then the tokens of each of KINDS in order) of one message."""
+        return self._entry(msg)
+
     def breakdown(self, msg: Message) -> dict[str, int]:
         """Tokens of one message by kind (only non-zero kinds present)."""
         entry = self._entry(msg)
@@ -250,7 +255,7 @@ class TokenCounter:
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
         kinds = self._count(msg)
-        return (sum(kinds.values()), *(kinds.get(kind, 0) for kind in KINDS))
+        return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
 
     def _count(self, msg: Message) -> dict[str, int]:
         text = self.text
