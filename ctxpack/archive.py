@@ -47,7 +47,7 @@ from ctxpack.archive_types import (
     parse_age,
 )
 from ctxpack.errors import UsageError
-from ctxpack.refs import REF_PREFIX, ref_for, sha256_hex
+from ctxpack.refs import REF_PREFIX, Blob, ref_for, sha256_hex
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -160,7 +160,7 @@ class Archive:
 
     def _store(
         self,
-        items: dict[str, bytes],
+        items: dict[str, Blob],
         then: Callable[[sqlite3.Connection, float], None] | None = None,
     ) -> None:
         with translate(self.path):
@@ -204,7 +204,7 @@ class Archive:
         source_path: str,
         input_bytes: bytes,
         output_bytes: bytes,
-        blobs: list[bytes],
+        blobs: list[Blob],
         settings: dict[str, Any],
         report: dict[str, Any],
     ) -> str:
@@ -212,7 +212,7 @@ class Archive:
         input_sha = sha256_hex(input_bytes)
         output_sha = sha256_hex(output_bytes)
         blob_shas = [sha256_hex(b) for b in blobs]
-        items = {input_sha: input_bytes}
+        items: dict[str, Blob] = {input_sha: input_bytes}
         items.update(zip(blob_shas, blobs, strict=True))
         cid = compaction_id(input_sha, output_sha)
         settings_json, report_json = dump_json(settings), dump_json(report)

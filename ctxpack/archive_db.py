@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ctxpack.errors import CtxpackError, UsageError
-from ctxpack.refs import REF_HEX, REF_PREFIX, sha256_hex
+from ctxpack.refs import REF_HEX, REF_PREFIX, Blob, sha256_hex
 
 ENV_VAR = "CTXPACK_ARCHIVE"
 MIN_REF_HEX = 6
@@ -254,7 +254,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
 LARGE_BLOB = 1 << 20
 
 
-def pack(data: bytes) -> tuple[str, bytes]:
+def pack(data: Blob) -> tuple[str, Blob]:
     # Level 3 packs transcripts within about a sixth of level 6's size in less
     # than half its time: the archive is written on every compaction.
     packed = zlib.compress(data, 3)
@@ -263,13 +263,13 @@ def pack(data: bytes) -> tuple[str, bytes]:
     return "zlib", packed
 
 
-def pack_all(items: list[bytes]) -> list[tuple[str, bytes]]:
+def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:
     """pack() of each item; the large ones on other cores (zlib releases the
     GIL), while this thread packs the small ones."""
     large = [i for i, item in enumerate(items) if len(item) >= LARGE_BLOB]
     if not large:
         return [pack(item) for item in items]
-    out: list[tuple[str, bytes]] = [("", b"")] * len(items)
+    out: list[tuple[str, Blob]] = [("", b"")] * len(items)
     with ThreadPoolExecutor(max_workers=min(len(large), os.cpu_count() or 1)) as pool:
         futures = {i: pool.submit(pack, items[i]) for i in large}
         for i, item in enumerate(items):

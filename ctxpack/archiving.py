@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ctxpack import messages as m
 from ctxpack.archive import Archive
 from ctxpack.errors import CtxpackError
+from ctxpack.refs import Blob
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -14,10 +15,10 @@ if TYPE_CHECKING:
     from ctxpack.report import SessionReport
 
 
-def replaced_texts(original: Transcript, result: Transcript) -> list[bytes]:
+def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
     """The text of every original message the run replaced or removed: what the
     refs in pruning placeholders point at."""
-    blobs: list[bytes] = []
+    blobs: list[Blob] = []
     for before, after in zip(original.sessions, result.sessions, strict=True):
         kept = {id(msg) for msg in after.messages}
         for msg in before.messages:
@@ -34,7 +35,7 @@ def record_run(
     original: Transcript,
     result: Transcript,
     output_bytes: bytes,
-    extra_blobs: list[bytes],
+    extra_blobs: list[Blob],
     settings: dict[str, Any],
     report: dict[str, Any],
 ) -> str | None:

@@ -42,40 +42,47 @@ def can_fork() -> bool:
 
 
 def map_forked(func: Callable[[T], Any], items: Sequence[T], *, workers: int) -> list[Any]:
-    """[func(x) for x in items], chunks mapped in up to `workers` processes.
+    """[func(x) for x in items], each chunk mapped in a child of its own."""
+    chunks = map_chunks(lambda chunk: [func(x) for x in chunk], items, workers=workers)
+    return [value for chunk in chunks for value in chunk]
 
-    Results must be marshal-able (ints, strings, dicts and lists of them).
+
+def map_chunks(
+    func: Callable[[Sequence[T]], Any], items: Sequence[T], *, workers: int
+) -> list[Any]:
+    """func of each of up to `workers` contiguous chunks of items, in order:
+    the first chunk here, each other one in a child process of its own.
+
+    Results must be marshal-able (ints, strings, bytes, tuples, dicts, lists).
     """
     if workers <= 1 or len(items) < 2 or not can_fork():
-        return [func(item) for item in items]
+        return [func(items)]
     size = -(-len(items) // workers)
     bounds = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
-    children: list[tuple[int, int, tuple[int, int]]] = []
-    results: list[list[Any] | None] = [None] * len(bounds)
+    children: list[tuple[int, int]] = []
+    results: list[tuple[bool, Any]] = [(False, None)] * len(bounds)
     try:
-        for number, (start, stop) in enumerate(bounds[1:], start=1):
+        for start, stop in bounds[1:]:
             child = _spawn(func, items, start, stop)
             if child is None:
                 break
-            children.append((*child, bounds[number]))
+            children.append(child)
         start, stop = bounds[0]
-        results[0] = [func(items[i]) for i in range(start, stop)]
-        for number, (pid, fd, _) in enumerate(children, start=1):
+        results[0] = (True, func(items[start:stop]))
+        for number, (pid, fd) in enumerate(children, start=1):
             results[number] = _collect(pid, fd)
         children = []
     finally:
-        for pid, fd, _ in children:
+        for pid, fd in children:
             _abandon(pid, fd)
-    out: list[Any] = []
-    for chunk, (start, stop) in zip(results, bounds, strict=True):
-        if chunk is None or len(chunk) != stop - start:
-            chunk = [func(items[i]) for i in range(start, stop)]
-        out += chunk
-    return out
+    return [
+        value if ok else func(items[start:stop])
+        for (ok, value), (start, stop) in zip(results, bounds, strict=True)
+    ]
 
 
 def _spawn(
-    func: Callable[[T], Any], items: Sequence[T], start: int, stop: int
+    func: Callable[[Sequence[T]], Any], items: Sequence[T], start: int, stop: int
 ) -> tuple[int, int] | None:
     read_fd, write_fd = os.pipe()
     try:
@@ -89,7 +96,7 @@ def _spawn(
         try:
             os.close(read_fd)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            payload = marshal.dumps([func(items[i]) for i in range(start, stop)])
+            payload = marshal.dumps(func(items[start:stop]))
             view = memoryview(payload)
             while view:
                 view = view[os.write(write_fd, view) :]
@@ -101,19 +108,19 @@ def _spawn(
     return pid, read_fd
 
 
-def _collect(pid: int, fd: int) -> list[Any] | None:
+def _collect(pid: int, fd: int) -> tuple[bool, Any]:
+    """(True, the child's result), or (False, None) when it did not deliver."""
     chunks = []
     with os.fdopen(fd, "rb") as pipe:
         while block := pipe.read(1 << 20):
             chunks.append(block)
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        return None
+        return False, None
     try:
-        value = marshal.loads(b"".join(chunks))
+        return True, marshal.loads(b"".join(chunks))
     except (EOFError, ValueError, TypeError):
-        return None
-    return value if isinstance(value, list) else None
+        return False, None
 
 
 def _abandon(pid: int, fd: int) -> None:

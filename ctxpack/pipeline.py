@@ -180,7 +180,7 @@ def summarize_messages(
     if facts:
         text = f"{text}\n\n{facts}"
     # The exact turns this summary replaces, for `ctxpack show` / restore.
-    source_turns = b"".join(jsoncodec.dumps(msg) + b"\n" for msg in middle)
+    source_turns = _jsonl(middle)
     text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
     first = not any(markers.has_system_note(msg) for msg in head)
     out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
@@ -237,6 +237,15 @@ def prepare_request(
         last_timestamp=last_timestamp,
     )
     return Prepared(plan, head, middle, tail, request, budget_tokens)
+
+
+def _jsonl(messages: list[Message]) -> bytearray:
+    """Messages as JSONL, built in place: a large middle is never held twice."""
+    out = bytearray()
+    for msg in messages:
+        out += jsoncodec.dumps(msg)
+        out += b"\n"
+    return out
 
 
 def _active_request(

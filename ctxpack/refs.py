@@ -7,13 +7,15 @@ import hashlib
 
 REF_PREFIX = "ctxpack:"
 REF_HEX = 10
+# Content-addressed data: bytes, or a bytearray built in place when large.
+Blob = bytes | bytearray
 
 
-def sha256_hex(data: bytes) -> str:
+def sha256_hex(data: Blob) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def ref_for(data: bytes) -> str:
+def ref_for(data: Blob) -> str:
     """`ctxpack:` + the first 10 hex digits of the sha256 of the exact bytes."""
     return REF_PREFIX + sha256_hex(data)[:REF_HEX]
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack.count import Tally
+from ctxpack.refs import Blob
 
 
 @dataclass
@@ -28,7 +29,7 @@ class SessionReport:
     # What the compacted turns kept (`ctxpack eval`'s retention block), when compacted.
     retention: dict[str, Any] | None = None
     # Bytes the output cites by ref (not part of the JSON report).
-    blobs: list[bytes] = field(default_factory=list, repr=False)
+    blobs: list[Blob] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
