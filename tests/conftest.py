@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from ctxpack.cli import register
 from ctxpack.tokens import TokenCounter
+
+# Tests drive the Typer app directly: every command on it, as `--help` has.
+register()
 
 # CI explores the same examples on every run: a red build means a real regression,
 # never an unlucky draw. Locally each run still searches fresh examples.

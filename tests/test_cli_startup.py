@@ -1,0 +1,63 @@
+"""A run loads only the command it names; help still lists every command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ctxpack.cli import COMMAND_MODULES, COMMANDS, app, modules_for
+
+
+def test_every_command_on_the_app_is_mapped_to_its_module() -> None:
+    names = {command.name or command.callback.__name__ for command in app.registered_commands}
+    names |= {group.name for group in app.registered_groups}
+    assert names == set(COMMANDS)
+    assert set(COMMANDS.values()) == set(COMMAND_MODULES)
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (["count", "s.jsonl"], ("count",)),
+        (["update", "-", "--offline"], ("summarize",)),
+        (["config"], ("compress",)),
+        (["archive", "check"], ("archive",)),
+        (["--version"], ()),
+        (["--version", "--help"], COMMAND_MODULES),
+        (["--help"], COMMAND_MODULES),
+        ([], COMMAND_MODULES),
+        (["cuont", "s.jsonl"], COMMAND_MODULES),
+    ],
+)
+def test_modules_for_a_command_line(argv: list[str], modules: tuple[str, ...]) -> None:
+    assert modules_for(argv) == modules
+
+
+def _loaded_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['ctxpack', *{argv!r}]\n"
+        "from ctxpack.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', *(m for m in sys.modules if m.startswith('ctxpack.cli.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    last = done.stdout.splitlines()[-1].split()
+    assert last[0] == "LOADED"
+    return set(last[1:])
+
+
+def test_version_loads_no_command_and_a_command_loads_only_its_own() -> None:
+    commands = {f"ctxpack.cli.{name}" for name in COMMAND_MODULES}
+    assert _loaded_after(["--version"]) & commands == set()
+    assert _loaded_after(["formats", "--json"]) & commands == {"ctxpack.cli.formats"}
+
+
+def test_help_lists_every_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxpack", "--help"], capture_output=True, text=True, check=True
+    )
+    for name in COMMANDS:
+        assert name in done.stdout
