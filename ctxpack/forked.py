@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -79,6 +79,45 @@ def map_chunks(
         value if ok else func(items[start:stop])
         for (ok, value), (start, stop) in zip(results, bounds, strict=True)
     ]
+
+
+@contextlib.contextmanager
+def in_background(
+    func: Callable[[Sequence[T]], Any],
+    items: Sequence[T],
+    *,
+    workers: int,
+    done: Callable[[list[Any]], None],
+) -> Iterator[None]:
+    """Map func over `workers` chunks of items in children while the body of
+    the with-block runs here; then hand the chunk results, in order, to done.
+
+    When forking is not possible the chunks are mapped here after the body.
+    If the body raises, the children are killed and done is not called.
+    """
+    bounds = _bounds(len(items), workers)
+    children: list[tuple[int, int] | None] = []
+    if workers > 1 and len(items) > 1 and can_fork():
+        children = [_spawn(func, items, start, stop) for start, stop in bounds]
+    try:
+        yield
+        results: list[Any] = []
+        for number, (start, stop) in enumerate(bounds):
+            child = children[number] if number < len(children) else None
+            ok, value = _collect(*child) if child is not None else (False, None)
+            if child is not None:
+                children[number] = None
+            results.append(value if ok else func(items[start:stop]))
+    finally:
+        for child in children:
+            if child is not None:
+                _abandon(*child)
+    done(results)
+
+
+def _bounds(count: int, chunks: int) -> list[tuple[int, int]]:
+    size = max(1, -(-count // max(chunks, 1)))
+    return [(start, min(start + size, count)) for start in range(0, count, size)] or [(0, 0)]
 
 
 def _spawn(

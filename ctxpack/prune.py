@@ -140,15 +140,34 @@ def tail_start(messages: list[Message], *, counter: TokenCounter, budget: Budget
 def prune_messages(
     messages: list[Message], *, counter: TokenCounter, settings: PruneSettings
 ) -> PruneResult:
-    counter.prime(messages)
-    head = head_end(messages, settings.budget.protect_first)
-    tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
+    # Planning needs no token counts (only the few of the tail): the session
+    # is counted in child processes meanwhile.
+    with counter.counting(messages):
+        head = head_end(messages, settings.budget.protect_first)
+        tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
+        plans = _plans(messages, head, tail, settings)
+    # Placeholders are counted together: on several cores when there are many.
+    counter.prime([planned[0] for _, planned in plans])
+    out = list(messages)
+    rows: list[PlanRow] = []
+    for index, (new, action, tool, reason) in plans:
+        msg = messages[index]
+        before, after = counter.message(msg), counter.message(new)
+        if after >= before:
+            continue
+        out[index] = new
+        rows.append(PlanRow(index, m.role(msg), tool, action, reason, before, after))
+    return _result(messages, out, rows, head, tail, counter, settings)
+
+
+def _plans(
+    messages: list[Message], head: int, tail: int, settings: PruneSettings
+) -> list[tuple[int, tuple[Message, str, str, str]]]:
+    """(index, (replacement, action, tool, reason)) of every message planned."""
     links = toolpairs.link_results(messages)
     infos = {i: _info(messages[i], links.get(i)) for i, msg in enumerate(messages) if _is_out(msg)}
     superseded = find_superseded(infos)
     duplicates = _duplicates(messages, settings.duplicate_chars)
-    out = list(messages)
-    rows: list[PlanRow] = []
     plans: list[tuple[int, tuple[Message, str, str, str]]] = []
     for index in range(head, tail):
         msg = messages[index]
@@ -168,16 +187,7 @@ def prune_messages(
             continue
         if planned is not None:
             plans.append((index, planned))
-    # Placeholders are counted together: on several cores when there are many.
-    counter.prime([planned[0] for _, planned in plans])
-    for index, (new, action, tool, reason) in plans:
-        msg = messages[index]
-        before, after = counter.message(msg), counter.message(new)
-        if after >= before:
-            continue
-        out[index] = new
-        rows.append(PlanRow(index, m.role(msg), tool, action, reason, before, after))
-    return _result(messages, out, rows, head, tail, counter, settings)
+    return plans
 
 
 def _result(

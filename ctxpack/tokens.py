@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import itertools
 import marshal
 import os
 import threading
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -218,6 +220,28 @@ class TokenCounter:
         counted = forked.map_forked(self._packed, todo, workers=workers)
         memo.update(zip(map(id, todo), counted, strict=True))
         self._alive += todo
+
+    @contextlib.contextmanager
+    def counting(self, msgs: list[Message]) -> Iterator[None]:
+        """Count msgs in child processes while the with-block does other work
+        (work that needs no counts, or only a few: those are counted here)."""
+        memo = self._memo
+        todo = [msg for msg in msgs if id(msg) not in memo]
+        if self.estimate or len(todo) < PARALLEL_MIN_MESSAGES:
+            yield
+            self.prime(todo)
+            return
+        self._encoder()  # loaded once here, not once per child
+
+        def done(chunks: list[list[tuple[int, ...]]]) -> None:
+            memo.update(zip(map(id, todo), itertools.chain.from_iterable(chunks), strict=True))
+            self._alive.extend(todo)
+
+        workers = self.workers or forked.available_workers()
+        with forked.in_background(
+            lambda chunk: [self._packed(msg) for msg in chunk], todo, workers=workers, done=done
+        ):
+            yield
 
     def forget(self) -> None:
         """Drop the memo (and the messages it keeps alive), e.g. between files."""

@@ -364,3 +364,54 @@ def test_failing_endpoint_with_strict_exits_3_and_writes_nothing(
     assert "--strict forbids the offline fallback" in stderr and reason in stderr
     _assert_input_intact(work, session_bytes)
     assert _names(work) == ["session.jsonl"]
+
+
+SLOW_CHILD = r"""
+import os, sys, time
+from ctxpack import forked, tokens
+ready, parent = sys.argv[1], os.getpid()
+real = tokens.TokenCounter._packed
+def slow(self, msg):
+    if os.getpid() != parent:
+        if not os.path.exists(ready):
+            with open(ready + ".tmp", "w") as fh:
+                fh.write(str(os.getpid()))
+            os.replace(ready + ".tmp", ready)
+        time.sleep(0.05)
+    return real(self, msg)
+tokens.TokenCounter._packed = slow
+tokens.PARALLEL_MIN_MESSAGES = 0
+forked.available_workers = lambda: 2
+sys.argv = ["ctxpack", *sys.argv[2:]]
+from ctxpack.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["terminal", "parent-only"])
+def test_sigint_while_children_count_exits_130_and_leaves_no_process(
+    tmp_path: Path, group: bool
+) -> None:
+    ready = tmp_path / "ready"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CHILD, str(ready), "count", str(HAIKU)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no counting child started: {process.communicate()[1].decode()[-2000:]}")
+        time.sleep(0.02)
+    child = int(ready.read_text())
+    if group:
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err.decode()
+    assert b"interrupted" in err and b"Traceback" not in err and out == b""
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
