@@ -1,8 +1,8 @@
 """`make bench`: ctxpack's speed and memory against the raw cost of the same work.
 
 Builds large sessions from the bundled real transcripts (fresh tool-call ids,
-same shapes), then times each command in a fresh process (median of several
-runs) next to its baseline:
+same shapes), then times each command in a fresh process, in turns with its
+baseline (best of --runs each), and divides by that baseline:
 
 - the raw limit: orjson parse of every line + tiktoken encode_ordinary of every
   model-visible text (what an exact count cannot avoid);
