@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -147,3 +148,41 @@ def test_a_file_with_a_big_integer_still_reads_it_exactly(tmp_path: Path) -> Non
     transcript = formats.read(data, path="big.jsonl")
     assert transcript.sessions[0].messages[1]["id"] == 123456789012345678901234567890
     assert formats.write(transcript) == data
+
+
+def test_compress_counted_on_several_cores_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole pipeline (count, prune, align, summarize, report) once with
+    every count in forked children and once in one process."""
+    from typer.testing import CliRunner
+
+    from ctxpack.cli import app
+
+    source = _tau_jsonl(tmp_path)
+    spawned: list[int] = []
+    real_spawn = forked._spawn
+
+    def counting_spawn(*args: Any) -> Any:
+        spawned.append(1)
+        return real_spawn(*args)
+
+    monkeypatch.setattr(forked, "_spawn", counting_spawn)
+    runs = {}
+    for workers, minimum in ((1, 10**9), (3, 0)):
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+        monkeypatch.setattr(forked, "available_workers", lambda w=workers: w)
+        (tmp_path / str(workers)).mkdir()
+        out = tmp_path / str(workers) / "out.jsonl"
+        report = tmp_path / str(workers) / "report.json"
+        args = ["--offline", "--force", "--no-archive", "--context-length", "60000"]
+        result = CliRunner().invoke(
+            app, ["compress", *args, str(source), "-o", str(out), "--report", str(report)]
+        )
+        assert result.exit_code == 0, result.output
+        data = orjson.loads(report.read_bytes())
+        data.pop("output")
+        runs[workers] = (out.read_bytes(), data, len(spawned))
+    assert runs[1][0] == runs[3][0] != source.read_bytes()
+    assert runs[1][1] == runs[3][1]
+    assert runs[1][2] == 0 and runs[3][2] >= 4
