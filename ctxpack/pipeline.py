@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxpack import jsoncodec, markers, toolpairs
+from ctxpack import jsoncodec, markers, tokens, toolpairs
 from ctxpack import messages as m
 from ctxpack.alignplan import AlignPlan
 from ctxpack.assemble import assemble, without_merged_summary
@@ -15,7 +15,7 @@ from ctxpack.errors import UsageError
 from ctxpack.facts import preserved_facts_section
 from ctxpack.llm_settings import LLMSettings
 from ctxpack.offline import OfflineSummarizer
-from ctxpack.prune import PruneResult, PruneSettings, prune_messages
+from ctxpack.prune import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport
@@ -85,6 +85,13 @@ def _compact(
     label: str,
     last_timestamp: str | None,
 ) -> tuple[list[Message], SessionReport]:
+    prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
+    plan = None
+    if settings.prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
+        # A large session is counted in child processes while pruning plans
+        # (planning needs no counts), rather than one after the other.
+        with counter.counting(messages):
+            plan = plan_prune(messages, counter=counter, settings=prune_settings)
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status="under-threshold", before=before, after=before)
     threshold = settings.budget.threshold_tokens
@@ -96,11 +103,7 @@ def _compact(
 
     current = messages
     if settings.prune:
-        pruned = prune_messages(
-            current,
-            counter=counter,
-            settings=PruneSettings(budget=settings.budget, min_savings=settings.min_savings),
-        )
+        pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
         current = pruned.messages
         _record_prune(report, pruned)
         if pruned.applied and pruned.rows:

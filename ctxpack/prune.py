@@ -137,15 +137,38 @@ def tail_start(messages: list[Message], *, counter: TokenCounter, budget: Budget
     return max(head, min(start, len(messages) - budget.protect_last))
 
 
-def prune_messages(
+@dataclass(frozen=True)
+class PrunePlan:
+    """What pruning would replace: (index, (replacement, action, tool, reason))
+    for each planned message between the protected head and tail."""
+
+    head: int
+    tail: int
+    plans: list[tuple[int, tuple[Message, str, str, str]]]
+
+
+def plan_prune(
     messages: list[Message], *, counter: TokenCounter, settings: PruneSettings
+) -> PrunePlan:
+    """The plan, with no token counts needed but the tail's: it can be made
+    while the session is counted in child processes (TokenCounter.counting)."""
+    head = head_end(messages, settings.budget.protect_first)
+    tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
+    return PrunePlan(head, tail, _plans(messages, head, tail, settings))
+
+
+def prune_messages(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: PruneSettings,
+    plan: PrunePlan | None = None,
 ) -> PruneResult:
-    # Planning needs no token counts (only the few of the tail): the session
-    # is counted in child processes meanwhile.
-    with counter.counting(messages):
-        head = head_end(messages, settings.budget.protect_first)
-        tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
-        plans = _plans(messages, head, tail, settings)
+    """Prune one session, by `plan` when the caller already made it."""
+    if plan is None:
+        with counter.counting(messages):
+            plan = plan_prune(messages, counter=counter, settings=settings)
+    head, tail, plans = plan.head, plan.tail, plan.plans
     # Placeholders are counted together: on several cores when there are many.
     counter.prime([planned[0] for _, planned in plans])
     out = list(messages)
