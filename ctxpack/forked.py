@@ -42,7 +42,7 @@ def can_fork() -> bool:
 
 
 def map_forked(func: Callable[[T], Any], items: Sequence[T], *, workers: int) -> list[Any]:
-    """[func(x) for x in items], each chunk mapped in a child of its own."""
+    """[func(x) for x in items], mapped by chunks as map_chunks does."""
     chunks = map_chunks(lambda chunk: [func(x) for x in chunk], items, workers=workers)
     return [value for chunk in chunks for value in chunk]
 
@@ -57,8 +57,7 @@ def map_chunks(
     """
     if workers <= 1 or len(items) < 2 or not can_fork():
         return [func(items)]
-    size = -(-len(items) // workers)
-    bounds = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
+    bounds = _bounds(len(items), workers)
     children: list[tuple[int, int]] = []
     results: list[tuple[bool, Any]] = [(False, None)] * len(bounds)
     try:
