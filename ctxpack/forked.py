@@ -57,27 +57,11 @@ def map_chunks(
     """
     if workers <= 1 or len(items) < 2 or not can_fork():
         return [func(items)]
-    bounds = _bounds(len(items), workers)
-    children: list[tuple[int, int]] = []
-    results: list[tuple[bool, Any]] = [(False, None)] * len(bounds)
-    try:
-        for start, stop in bounds[1:]:
-            child = _spawn(func, items, start, stop)
-            if child is None:
-                break
-            children.append(child)
-        start, stop = bounds[0]
-        results[0] = (True, func(items[start:stop]))
-        for number, (pid, fd) in enumerate(children, start=1):
-            results[number] = _collect(pid, fd)
-        children = []
-    finally:
-        for pid, fd in children:
-            _abandon(pid, fd)
-    return [
-        value if ok else func(items[start:stop])
-        for (ok, value), (start, stop) in zip(results, bounds, strict=True)
-    ]
+    (start, stop), *others = _bounds(len(items), workers)
+    rest: list[Any] = []
+    with _chunks(func, items, others, fork=True, done=rest.extend):
+        first = func(items[start:stop])
+    return [first, *rest]
 
 
 @contextlib.contextmanager
@@ -94,18 +78,30 @@ def in_background(
     When forking is not possible the chunks are mapped here after the body.
     If the body raises, the children are killed and done is not called.
     """
-    bounds = _bounds(len(items), workers)
-    children: list[tuple[int, int] | None] = []
-    if workers > 1 and len(items) > 1 and can_fork():
-        children = [_spawn(func, items, start, stop) for start, stop in bounds]
+    fork = workers > 1 and len(items) > 1 and can_fork()
+    with _chunks(func, items, _bounds(len(items), workers), fork=fork, done=done):
+        yield
+
+
+@contextlib.contextmanager
+def _chunks(
+    func: Callable[[Sequence[T]], Any],
+    items: Sequence[T],
+    bounds: list[tuple[int, int]],
+    *,
+    fork: bool,
+    done: Callable[[list[Any]], None],
+) -> Iterator[None]:
+    """A child per chunk (when fork) while the body runs; chunks a child did
+    not deliver are mapped here afterwards."""
+    children = [_spawn(func, items, start, stop) if fork else None for start, stop in bounds]
     try:
         yield
         results: list[Any] = []
         for number, (start, stop) in enumerate(bounds):
-            child = children[number] if number < len(children) else None
+            child = children[number]
             ok, value = _collect(*child) if child is not None else (False, None)
-            if child is not None:
-                children[number] = None
+            children[number] = None
             results.append(value if ok else func(items[start:stop]))
     finally:
         for child in children:

@@ -16,7 +16,7 @@ import itertools
 import marshal
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -209,39 +209,38 @@ class TokenCounter:
         Stages call this before walking a session so that the per-message
         lookups that follow are memo hits.
         """
-        memo = self._memo
-        todo = [msg for msg in msgs if id(msg) not in memo]
-        if not todo:
-            return
-        workers = 1
-        if not self.estimate and len(todo) >= PARALLEL_MIN_MESSAGES:
-            self._encoder()  # loaded once here, not once per child
-            workers = self.workers or forked.available_workers()
-        counted = forked.map_forked(self._packed, todo, workers=workers)
-        memo.update(zip(map(id, todo), counted, strict=True))
-        self._alive += todo
+        todo, workers = self._uncounted(msgs)
+        if todo:
+            self._remember(todo, forked.map_forked(self._packed, todo, workers=workers))
 
     @contextlib.contextmanager
     def counting(self, msgs: list[Message]) -> Iterator[None]:
         """Count msgs in child processes while the with-block does other work
         (work that needs no counts, or only a few: those are counted here)."""
-        memo = self._memo
-        todo = [msg for msg in msgs if id(msg) not in memo]
-        if self.estimate or len(todo) < PARALLEL_MIN_MESSAGES:
+        todo, workers = self._uncounted(msgs)
+        if workers == 1:
             yield
             self.prime(todo)
             return
-        self._encoder()  # loaded once here, not once per child
-
-        def done(chunks: list[list[tuple[int, ...]]]) -> None:
-            memo.update(zip(map(id, todo), itertools.chain.from_iterable(chunks), strict=True))
-            self._alive.extend(todo)
-
-        workers = self.workers or forked.available_workers()
         with forked.in_background(
-            lambda chunk: [self._packed(msg) for msg in chunk], todo, workers=workers, done=done
+            lambda chunk: [self._packed(msg) for msg in chunk],
+            todo,
+            workers=workers,
+            done=lambda chunks: self._remember(todo, itertools.chain.from_iterable(chunks)),
         ):
             yield
+
+    def _uncounted(self, msgs: list[Message]) -> tuple[list[Message], int]:
+        """The messages not counted yet, and how many processes should count them."""
+        todo = [msg for msg in msgs if id(msg) not in self._memo]
+        if self.estimate or len(todo) < PARALLEL_MIN_MESSAGES:
+            return todo, 1
+        self._encoder()  # loaded once here, not once per child
+        return todo, self.workers or forked.available_workers()
+
+    def _remember(self, msgs: list[Message], counted: Iterable[tuple[int, ...]]) -> None:
+        self._memo.update(zip(map(id, msgs), counted, strict=True))
+        self._alive += msgs
 
     def forget(self) -> None:
         """Drop the memo (and the messages it keeps alive), e.g. between files."""
@@ -260,16 +259,12 @@ class TokenCounter:
             self._encoding = get_encoding(self.encoding_name)
         return self._encoding
 
-    def counts(self, msg: Message) -> tuple[int, ...]:
-        """(total, then the tokens of each of KINDS in order) of one message."""
-        return self._entry(msg)
-
     def breakdown(self, msg: Message) -> dict[str, int]:
         """Tokens of one message by kind (only non-zero kinds present)."""
-        entry = self._entry(msg)
-        return {kind: n for kind, n in zip(KINDS, entry[1:], strict=True) if n}
+        return {kind: n for kind, n in zip(KINDS, self.counts(msg)[1:], strict=True) if n}
 
-    def _entry(self, msg: Message) -> tuple[int, ...]:
+    def counts(self, msg: Message) -> tuple[int, ...]:
+        """(total, then the tokens of each of KINDS in order) of one message."""
         hit = self._memo.get(id(msg))
         if hit is not None:
             return hit
@@ -316,12 +311,12 @@ class TokenCounter:
         return kinds
 
     def message(self, msg: Message) -> int:
-        return self._entry(msg)[0]
+        return self.counts(msg)[0]
 
     def messages(self, msgs: list[Message]) -> int:
         self.prime(msgs)
-        entry = self._entry
-        return sum(entry(msg)[0] for msg in msgs)
+        counts = self.counts
+        return sum(counts(msg)[0] for msg in msgs)
 
 
 def _str(value: Any) -> str:

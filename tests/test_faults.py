@@ -221,10 +221,12 @@ runpy.run_module("ctxpack", run_name="__main__")
 
 
 def _interrupt_mid_write(
-    ready: Path, args: list[str], *, group: bool
+    ready: Path, args: list[str], *, group: bool, script: str = SLOW_WRITE
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run ctxpack through `script`, which creates `ready` at the moment to
+    interrupt; then send SIGINT as a terminal (group) or a parent would."""
     process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_WRITE, str(ready), *args],
+        [sys.executable, "-c", script, str(ready), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=group,
@@ -234,7 +236,7 @@ def _interrupt_mid_write(
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             out, err = process.communicate()
-            pytest.fail(f"the write never began: {err.decode()[-2000:]}")
+            pytest.fail(f"never got ready: {err.decode()[-2000:]}")
         time.sleep(0.02)
     if group:
         # Ctrl-C in a terminal reaches the whole process group: batch workers too.
@@ -393,25 +395,8 @@ def test_sigint_while_children_count_exits_130_and_leaves_no_process(
     tmp_path: Path, group: bool
 ) -> None:
     ready = tmp_path / "ready"
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_CHILD, str(ready), "count", str(HAIKU)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"no counting child started: {process.communicate()[1].decode()[-2000:]}")
-        time.sleep(0.02)
-    child = int(ready.read_text())
-    if group:
-        os.killpg(process.pid, signal.SIGINT)
-    else:
-        process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err.decode()
-    assert b"interrupted" in err and b"Traceback" not in err and out == b""
+    done = _interrupt_mid_write(ready, ["count", str(HAIKU)], group=group, script=SLOW_CHILD)
+    assert done.returncode == 130, done.stderr.decode()
+    assert b"interrupted" in done.stderr and b"Traceback" not in done.stderr and done.stdout == b""
     with pytest.raises(ProcessLookupError):
-        os.kill(child, 0)
+        os.kill(int(ready.read_text()), 0)

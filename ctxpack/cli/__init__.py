@@ -12,8 +12,7 @@ import sys
 
 from ctxpack.cli.app import app
 
-COMMAND_MODULES = ("count", "prune", "align", "summarize", "compress", "formats", "archive", "eval")
-# Command name -> the module that defines it.
+# Command name -> the module that defines it, in the order of `--help`.
 COMMANDS = {
     "count": "count",
     "prune": "prune",
@@ -30,6 +29,7 @@ COMMANDS = {
     "archive": "archive",
     "eval": "eval",
 }
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def register(modules: tuple[str, ...] = COMMAND_MODULES) -> None:

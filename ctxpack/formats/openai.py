@@ -113,9 +113,11 @@ class OpenAIFormat:
         last = len(lines) - 1
         for index, line in enumerate(lines):
             lineno = index + 1
+            # A transcript read for counting only is never written back.
+            raw: RawLine = line if keep else b""
             if is_blank(line):
-                junk.setdefault(len(originals), []).append(line if keep else bytes(line))
-                entries.append(("raw", line if keep else bytes(line)))
+                junk.setdefault(len(originals), []).append(raw)
+                entries.append(("raw", raw))
                 continue
             try:
                 obj = jsoncodec.loads(line, no_long_digits=plain)
@@ -126,11 +128,10 @@ class OpenAIFormat:
                     problem = validate_message(obj)
                     if problem:
                         raise InputError(problem, path=path, line=lineno)
-                    originals.append((obj, line if keep else b""))
+                    originals.append((obj, raw))
                 else:
                     key = key or _record_path(obj, explicit, path, lineno)
-                    raw_line = line if keep else b""
-                    sessions.append(_record_session(obj, key, path, lineno, raw_line=raw_line))
+                    sessions.append(_record_session(obj, key, path, lineno, raw_line=raw))
                     entries.append(("session", len(sessions) - 1))
             except (jsoncodec.JSONError, InputError) as exc:
                 if not options.skip_invalid:
@@ -143,8 +144,8 @@ class OpenAIFormat:
                         reason += " (the last line looks truncated)"
                     raise InputError(reason, path=path, line=lineno) from None
                 skipped += 1
-                junk.setdefault(len(originals), []).append(line if keep else bytes(line))
-                entries.append(("raw", line if keep else bytes(line)))
+                junk.setdefault(len(originals), []).append(raw)
+                entries.append(("raw", raw))
         if messages_mode or messages_mode is None:
             layout["mode"] = "jsonl-messages"
             session = Session(
