@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxpack import formats
-from ctxpack.evaluate import CATEGORIES, combine, evaluate_transcripts
-from ctxpack.pipeline import CompressSettings, compress_transcript
-from ctxpack.tokens import TokenCounter
+from ctxpack.evaluate.retention import CATEGORIES, combine, evaluate_transcripts
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
+from ctxpack.tokens.counter import TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent
 

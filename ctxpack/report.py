@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack.count import Tally
 from ctxpack.refs import Blob
+from ctxpack.tokens.tally import Tally
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from ctxpack.cli import register
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 
 # Tests drive the Typer app directly: every command on it, as `--help` has.
 register()

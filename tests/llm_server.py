@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from ctxpack.llm_settings import LLMSettings
-from ctxpack.summarizer import HEADINGS
+from ctxpack.summarize.llm.settings import LLMSettings
+from ctxpack.summarize.protocol import HEADINGS
 
 # Tells the openai client how long to wait before a retry: keeps tests fast.
 FAST_RETRY = {"retry-after-ms": "5"}

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxpack import formats
-from ctxpack.boundaries import plans_from_json
+from ctxpack.align.plan import plans_from_json
 from ctxpack.cli import app
-from ctxpack.formats import ReadOptions
+from ctxpack.formats.base import ReadOptions
 from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import TAU_BENCH, TOOLBENCH
 
 runner = CliRunner()

@@ -15,21 +15,20 @@ from typing import Any
 
 import pytest
 
-from ctxpack import archive_db
-from ctxpack.archive import (
+from ctxpack.archive import db as archive_db
+from ctxpack.archive.db import (
     SCHEMA_VERSION,
-    Archive,
     ArchiveCorrupt,
     ArchiveError,
     ArchiveMissing,
     InvalidRef,
     default_path,
-    join_appended,
-    parse_age,
-    ref_for,
     resolve_path,
 )
+from ctxpack.archive.store import Archive
+from ctxpack.archive.types import join_appended, parse_age
 from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.refs import ref_for
 from tests.conftest import FIXTURES
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())

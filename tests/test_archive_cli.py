@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import ctxpack.cli.archive  # noqa: F401  (registers the commands)
-from ctxpack.archive import Archive, ref_for
+from ctxpack.archive.store import Archive
 from ctxpack.cli import app
+from ctxpack.refs import ref_for
 from tests.conftest import FIXTURES
 from tests.test_archive import record, sha, simulate_compaction
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.argshrink import is_marked, mark, shrink_arguments
+from ctxpack.prune.argshrink import is_marked, mark, shrink_arguments
 
 
 def test_arguments_that_are_not_a_json_object_stay() -> None:

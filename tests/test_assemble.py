@@ -12,17 +12,9 @@ from hypothesis import given, settings
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.assemble import (
-    Assembly,
-    assemble,
-    assemble_detail,
-    summary_block,
-    summary_role,
-    without_merged_summary,
-)
-from ctxpack.boundaries import plan_boundaries
-from ctxpack.budget import Budget
-from ctxpack.formats import ReadOptions
+from ctxpack.align.boundaries import plan_boundaries
+from ctxpack.align.budget import Budget
+from ctxpack.formats.base import ReadOptions
 from ctxpack.markers import (
     SUMMARY_END,
     SUMMARY_PREFIX,
@@ -30,6 +22,14 @@ from ctxpack.markers import (
     has_system_note,
     is_summary,
     summary_body,
+)
+from ctxpack.summarize.assemble import (
+    Assembly,
+    assemble,
+    assemble_detail,
+    summary_block,
+    summary_role,
+    without_merged_summary,
 )
 from ctxpack.toolpairs import orphans
 from ctxpack.transcript import Message

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import messages as m
-from ctxpack.boundaries import AlignPlan, plan_boundaries, plans_from_json
-from ctxpack.budget import Budget
+from ctxpack.align.boundaries import plan_boundaries
+from ctxpack.align.budget import Budget
+from ctxpack.align.plan import AlignPlan, plans_from_json
 from ctxpack.errors import UsageError
 from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX, is_summary
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import link_results
 from ctxpack.transcript import Message
 

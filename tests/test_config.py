@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack import config
+from ctxpack import settings as config
 from ctxpack.errors import UsageError
 
 

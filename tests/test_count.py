@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from ctxpack import formats
 from ctxpack.cli import app
-from ctxpack.count import count_transcript
-from ctxpack.tokens import MESSAGE_OVERHEAD, TokenCounter, get_encoding
+from ctxpack.tokens.counter import MESSAGE_OVERHEAD, TokenCounter, get_encoding
+from ctxpack.tokens.tally import count_transcript
 from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 
 runner = CliRunner()

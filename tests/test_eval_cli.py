@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import ctxpack.cli.eval  # noqa: F401
 from ctxpack import formats, markers
 from ctxpack.cli import app
-from ctxpack.summarizer import HEADINGS
+from ctxpack.summarize.protocol import HEADINGS
 from tests.conftest import FIXTURES, TAU_BENCH
 
 runner = CliRunner()

@@ -10,23 +10,23 @@ from typing import Any
 import pytest
 
 from ctxpack import formats, markers
-from ctxpack.boundaries import plan_boundaries
-from ctxpack.budget import Budget
+from ctxpack.align.boundaries import plan_boundaries
+from ctxpack.align.budget import Budget
 from ctxpack.errors import UsageError
-from ctxpack.evaluate import (
+from ctxpack.evaluate.gate import gate, parse_min_retention
+from ctxpack.evaluate.retention import (
     CATEGORIES,
     EvalReport,
     evaluate,
     evaluate_transcripts,
     retention_summary,
 )
-from ctxpack.facts import extract_facts
-from ctxpack.gate import gate, parse_min_retention
-from ctxpack.pipeline import CompressSettings, compress_transcript, prepare_request
-from ctxpack.prune import PruneSettings, prune_messages
+from ctxpack.facts.extract import extract_facts
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, prepare_request
+from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.report import CompressReport
-from ctxpack.summarizer import HEADINGS
-from ctxpack.tokens import TokenCounter
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
 from tests.conftest import FIXTURES, TAU_BENCH
 
@@ -452,7 +452,7 @@ def test_fixture_summaries_stay_within_budget(
 
 
 def test_cli_help_names_every_category() -> None:
-    from ctxpack.evaluate import CATEGORIES
+    from ctxpack.evaluate.retention import CATEGORIES
 
     source = (Path(__file__).parent.parent / "ctxpack" / "cli" / "eval.py").read_text()
     assert all(name in source for name in CATEGORIES)

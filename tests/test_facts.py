@@ -11,15 +11,17 @@ from typing import Any
 import pytest
 
 from ctxpack import formats
-from ctxpack.facts import (
+from ctxpack.facts.extract import (
     Facts,
     extract_facts,
     missing_facts,
     preserved_facts_section,
 )
-from ctxpack.facts_text import clean_path, collapse, command_of, looks_like_path
-from ctxpack.summarizer import PRESERVED_FACTS_HEADING
-from ctxpack.tokens import TokenCounter
+from ctxpack.facts.match import collapse
+from ctxpack.facts.paths import clean_path, looks_like_path
+from ctxpack.facts.text import command_of
+from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, TAU_BENCH
 

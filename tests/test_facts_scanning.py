@@ -12,24 +12,20 @@ from hypothesis import strategies as st
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.facts import (
+from ctxpack.facts.extract import (
     extract_facts,
     known_facts,
     preserved_facts_section,
     start_memo,
 )
-from ctxpack.facts_match import Haystack, collapse, dedupe, folded, mentions
-from ctxpack.facts_paths import clean_path, looks_like_path, paths_in_text
-from ctxpack.facts_text import (
-    error_lines,
-    identifiers_in,
-    mask_secrets,
-    values_in,
-)
-from ctxpack.offline_actions import clip
-from ctxpack.offline_scan import scan
-from ctxpack.offline_sections import unresolved_failures
-from ctxpack.tokens import TokenCounter
+from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
+from ctxpack.facts.output import error_lines
+from ctxpack.facts.paths import clean_path, looks_like_path, paths_in_text
+from ctxpack.facts.text import identifiers_in, mask_secrets, values_in
+from ctxpack.summarize.offline.actions import clip
+from ctxpack.summarize.offline.scan import scan
+from ctxpack.summarize.offline.sections import unresolved_failures
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, TAU_BENCH
 

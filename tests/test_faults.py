@@ -370,7 +370,8 @@ def test_failing_endpoint_with_strict_exits_3_and_writes_nothing(
 
 SLOW_CHILD = r"""
 import os, sys, time
-from ctxpack import forked, tokens
+from ctxpack.tokens import forked
+from ctxpack.tokens import counter as tokens
 ready, parent = sys.argv[1], os.getpid()
 real = tokens.TokenCounter._packed
 def slow(self, msg):

@@ -13,7 +13,7 @@ import pytest
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_support import compact, compacted, expected, normal, summaries, updated
 

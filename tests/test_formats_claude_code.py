@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.errors import InputError
-from ctxpack.formats import ReadOptions
-from ctxpack.tokens import TokenCounter
+from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_support import (
     compact,

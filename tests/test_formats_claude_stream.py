@@ -7,8 +7,8 @@ from typing import Any
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.formats import ReadOptions
-from ctxpack.tokens import TokenCounter
+from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_claude_code import _expected_tokens
 from tests.test_formats_support import compacted, normal, summaries, updated

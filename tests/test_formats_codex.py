@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_support import (
     compact,

@@ -14,7 +14,7 @@ from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.errors import UsageError
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES
 

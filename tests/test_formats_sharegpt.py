@@ -7,7 +7,7 @@ from typing import Any
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_support import compact, compacted, expected, normal, summaries, updated
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxpack import markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.tokens import get_encoding
+from ctxpack.tokens.counter import get_encoding
 from ctxpack.transcript import Message, Transcript
 
 ENCODING = get_encoding("o200k_base")

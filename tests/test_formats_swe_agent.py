@@ -10,7 +10,7 @@ import pytest
 from ctxpack import formats, toolpairs
 from ctxpack import messages as m
 from ctxpack.errors import UsageError
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import FIXTURES
 from tests.test_formats_support import expected
 

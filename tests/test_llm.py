@@ -13,12 +13,13 @@ import pytest
 
 from ctxpack import markers
 from ctxpack.errors import SummarizerError, UsageError
-from ctxpack.llm import LLMSummarizer, SummaryFailed, output_limit, resolve_llm_settings
-from ctxpack.llm_reply import normalize_summary
-from ctxpack.llm_settings import PLACEHOLDER_KEY
-from ctxpack.prompts import PROMPT_VERSION
-from ctxpack.summarizer import HEADINGS, SummaryRequest
-from ctxpack.tokens import TokenCounter
+from ctxpack.summarize.llm.client import LLMSummarizer, output_limit
+from ctxpack.summarize.llm.errors import SummaryFailed
+from ctxpack.summarize.llm.prompts import PROMPT_VERSION
+from ctxpack.summarize.llm.reply import normalize_summary
+from ctxpack.summarize.llm.settings import PLACEHOLDER_KEY, resolve_llm_settings
+from ctxpack.summarize.protocol import HEADINGS, SummaryRequest
+from ctxpack.tokens.counter import TokenCounter
 from tests.llm_server import (
     FAST_RETRY,
     FakeLLM,
@@ -440,5 +441,8 @@ def test_failures_are_not_cached(
 
 
 def test_importing_the_summarizer_does_not_import_openai() -> None:
-    code = "import sys, ctxpack.summarize, ctxpack.llm; sys.exit('openai' in sys.modules)"
+    code = (
+        "import sys, ctxpack.summarize.stage, ctxpack.summarize.llm.client;"
+        " sys.exit('openai' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ctxpack import formats, jsoncodec
-from ctxpack.budget import Budget
+from ctxpack import formats
+from ctxpack.align.budget import Budget
 from ctxpack.cli import app
-from ctxpack.pipeline import CompressSettings, compress_transcript
+from ctxpack.formats import jsoncodec
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.redact import redact_messages
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 
 runner = CliRunner()

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import formats
-from ctxpack.budget import Budget
-from ctxpack.facts import extract_facts, missing_facts, preserved_facts_section
-from ctxpack.offline import OfflineSummarizer, day_of
-from ctxpack.summarizer import HEADINGS, SummaryRequest, SummaryResult
-from ctxpack.template import item_key, item_number, parse, render
-from ctxpack.tokens import TokenCounter
+from ctxpack.align.budget import Budget
+from ctxpack.facts.extract import extract_facts, missing_facts, preserved_facts_section
+from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
+from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
+from ctxpack.summarize.template import item_key, item_number, parse, render
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import TAU_BENCH
 from tests.test_facts import CODEX, HAIKU, OPUS, claude_messages, codex_messages

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ctxpack.calls import describe, normalize_command
-from ctxpack.oneliners import PRUNED_PREFIX, duplicate_note, is_pruned, one_liner
-from ctxpack.outputs import exit_code
+from ctxpack.prune.oneliners import PRUNED_PREFIX, duplicate_note, is_pruned, one_liner
+from ctxpack.tooloutput import exit_code
+from ctxpack.tools import describe, normalize_command
 
 
 def test_todo_write_and_web_tools() -> None:

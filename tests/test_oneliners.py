@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxpack.oneliners import PRUNED_PREFIX, is_pruned, one_liner
+from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned, one_liner
 from tests.conftest import FIXTURES, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"

@@ -9,7 +9,7 @@ import pytest
 
 from ctxpack import formats
 from ctxpack.errors import InputError
-from ctxpack.formats import ReadOptions
+from ctxpack.formats.base import ReadOptions
 from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 
 BIG = 2**70

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from ctxpack.archive import Archive
-from ctxpack.archiving import record_run
-from ctxpack.boundaries import latest_user_index
-from ctxpack.budget import Budget
-from ctxpack.pipeline import CompressSettings, compress_transcript
-from ctxpack.tokens import TokenCounter
+from ctxpack.align.boundaries import latest_user_index
+from ctxpack.align.budget import Budget
+from ctxpack.archive.store import Archive
+from ctxpack.pipeline.archiving import record_run
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
 
 EXAMPLES = settings(

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from ctxpack import formats, jsoncodec
+from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.argshrink import mark, shrink_arguments
-from ctxpack.budget import Budget
-from ctxpack.oneliners import PRUNED_PREFIX, is_pruned
-from ctxpack.prune import (
+from ctxpack.align.budget import Budget
+from ctxpack.formats import jsoncodec
+from ctxpack.prune.argshrink import mark, shrink_arguments
+from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned
+from ctxpack.prune.stage import (
     DEDUPE,
     SHRINK,
     SUMMARIZE,
@@ -23,7 +24,7 @@ from ctxpack.prune import (
     prune_transcript,
     tail_start,
 )
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
 from tests.conftest import TAU_BENCH
 

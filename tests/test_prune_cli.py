@@ -9,10 +9,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from ctxpack import formats
-from ctxpack.budget import Budget
+from ctxpack.align.budget import Budget
 from ctxpack.cli import app
-from ctxpack.prune import PruneSettings, prune_transcript, totals
-from ctxpack.tokens import TokenCounter
+from ctxpack.prune.stage import PruneSettings, prune_transcript, totals
+from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import TAU_BENCH
 
 runner = CliRunner()

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from ctxpack import formats, jsoncodec
-from ctxpack.budget import Budget
-from ctxpack.pipeline import CompressSettings, compress_transcript, summarize_transcript
-from ctxpack.tokens import TokenCounter
+from ctxpack import formats
+from ctxpack.align.budget import Budget
+from ctxpack.formats import jsoncodec
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
 from tests.conftest import FIXTURES
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.archive import Archive
+from ctxpack.archive.store import Archive
 from ctxpack.cli import app
 from tests.conftest import FIXTURES
 

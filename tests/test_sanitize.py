@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.formats import ReadOptions
-from ctxpack.sanitize import EMPTIED_NOTE, sanitize_tool_pairs
+from ctxpack.formats.base import ReadOptions
+from ctxpack.summarize.sanitize import EMPTIED_NOTE, sanitize_tool_pairs
 from ctxpack.toolpairs import link_results, orphans
 from ctxpack.transcript import Message
 from tests.conftest import TAU_BENCH, TOOLBENCH

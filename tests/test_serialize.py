@@ -9,7 +9,7 @@ from typing import Any
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.serialize import (
+from ctxpack.summarize.serialize import (
     HEAD_CHARS,
     MAX_CHARS_PER_MESSAGE,
     REDACT_MARGIN,

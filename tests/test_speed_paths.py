@@ -14,12 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxpack import forked, formats, jsoncodec, tokens
-from ctxpack.count import count_transcript
+from ctxpack import formats
 from ctxpack.errors import CtxpackError
-from ctxpack.formats import ReadOptions
-from ctxpack.formats.base import LineViews, split_lines
-from ctxpack.tokens import TokenCounter
+from ctxpack.formats import jsoncodec
+from ctxpack.formats.base import LineViews, ReadOptions, split_lines
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import forked
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tokens.tally import count_transcript
 from ctxpack.transcript import Message
 from tests.conftest import TAU_BENCH
 

@@ -8,9 +8,9 @@ import pytest
 
 from ctxpack import markers
 from ctxpack.errors import StrictFallbackError, SummarizerError
-from ctxpack.summarize import run_summary
-from ctxpack.summarizer import HEADINGS, SummaryRequest, SummaryResult
-from ctxpack.tokens import TokenCounter
+from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
+from ctxpack.summarize.stage import run_summary
+from ctxpack.tokens.counter import TokenCounter
 from tests.llm_server import (
     FAST_RETRY,
     FakeLLM,

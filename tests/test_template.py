@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ctxpack.summarizer import HEADINGS, PRESERVED_FACTS_HEADING
-from ctxpack.template import (
+from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
+from ctxpack.summarize.template import (
     EMPTY_LINE,
     PREAMBLE,
     item_key,

@@ -9,9 +9,9 @@ import pytest
 import tiktoken
 from tiktoken_ext import openai_public
 
-from ctxpack import tokens
 from ctxpack.errors import UsageError
-from ctxpack.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens.counter import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 
 
 @pytest.mark.parametrize("name", sorted(tokens.ENCODINGS))

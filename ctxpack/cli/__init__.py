@@ -55,6 +55,3 @@ def main() -> None:
     gc.disable()
     register(modules_for(sys.argv[1:]))
     app()
-
-
-__all__ = ["COMMANDS", "app", "main", "modules_for", "register"]

@@ -19,9 +19,9 @@ from ctxpack.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from ctxpack.boundaries import AlignPlan
-    from ctxpack.budget import Budget
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.align.budget import Budget
+    from ctxpack.align.plan import AlignPlan
+    from ctxpack.tokens.counter import TokenCounter
     from ctxpack.transcript import Transcript
 
 
@@ -59,8 +59,8 @@ def align(
     config_file: opts.ConfigFile = None,
 ) -> None:
     """Plan the head, middle and tail of each session (stage 2); change nothing."""
-    from ctxpack.boundaries import plan_boundaries
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.align.boundaries import plan_boundaries
+    from ctxpack.tokens.counter import TokenCounter
 
     with reported():
         resolved = opts.resolve(dict(locals()), config_file)

@@ -106,7 +106,7 @@ def load(
 ) -> Transcript:
     """Read a transcript; keep_bytes=False for commands that never write it back."""
     from ctxpack import formats
-    from ctxpack.formats import ReadOptions
+    from ctxpack.formats.base import ReadOptions
 
     options = ReadOptions(
         skip_invalid=skip_invalid, messages_key=messages_key, keep_bytes=keep_bytes

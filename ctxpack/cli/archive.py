@@ -16,7 +16,7 @@ from ctxpack.errors import UsageError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ctxpack.archive import Compaction
+    from ctxpack.archive.types import Compaction
 
 
 ArchiveOpt = Annotated[
@@ -68,7 +68,7 @@ def restore(
     archive: ArchiveOpt = None,
 ) -> None:
     """Rebuild the original transcript, byte for byte, from a compacted one."""
-    from ctxpack.archive import Archive
+    from ctxpack.archive.store import Archive
     from ctxpack.cli.render import note
 
     with reported():
@@ -120,7 +120,7 @@ def show(
     archive: ArchiveOpt = None,
 ) -> None:
     """Print one archived blob (a pruned output, a summarized middle, an original) in full."""
-    from ctxpack.archive import Archive
+    from ctxpack.archive.store import Archive
 
     with reported():
         with Archive.open(archive, create=False) as store:
@@ -143,7 +143,8 @@ def log_command(
     archive: ArchiveOpt = None,
 ) -> None:
     """List archived compactions, newest first: time, source, tokens, id, refs."""
-    from ctxpack.archive import Archive, resolve_path
+    from ctxpack.archive.db import resolve_path
+    from ctxpack.archive.store import Archive
     from ctxpack.cli.render import console, note
 
     with reported():
@@ -202,7 +203,8 @@ def check(archive: ArchiveOpt = None) -> None:
 
     Exits 1 and lists the problems if any.
     """
-    from ctxpack.archive import Archive, resolve_path
+    from ctxpack.archive.db import resolve_path
+    from ctxpack.archive.store import Archive
     from ctxpack.cli.render import console, error, note
 
     with reported():
@@ -240,7 +242,9 @@ def gc(
     archive: ArchiveOpt = None,
 ) -> None:
     """Remove old compactions and the blobs nothing references any more."""
-    from ctxpack.archive import Archive, parse_age, resolve_path
+    from ctxpack.archive.db import resolve_path
+    from ctxpack.archive.store import Archive
+    from ctxpack.archive.types import parse_age
     from ctxpack.cli.render import note
 
     with reported():

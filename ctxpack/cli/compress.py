@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ctxpack import config, files
+from ctxpack import files
+from ctxpack import settings as config
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import (
     EstimateOpt,
@@ -24,7 +25,7 @@ from ctxpack.cli.app import (
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
-    from ctxpack.batch import FileJob, FileOutcome
+    from ctxpack.pipeline.batch import FileJob, FileOutcome
 
 
 EXAMPLES = """Examples:
@@ -129,10 +130,10 @@ def compress(
 
     Under the threshold a transcript passes through unchanged (exit 0).
     """
-    from ctxpack.batch import FileJob, compress_file, discover
-    from ctxpack.formats import ReadOptions
-    from ctxpack.gate import parse_min_retention
-    from ctxpack.pipeline import CompressSettings
+    from ctxpack.evaluate.gate import parse_min_retention
+    from ctxpack.formats.base import ReadOptions
+    from ctxpack.pipeline.batch import FileJob, compress_file, discover
+    from ctxpack.pipeline.compaction import CompressSettings
 
     with reported():
         resolved = opts.resolve(dict(locals()), config_file)
@@ -228,8 +229,8 @@ def _read_text(path: str | None) -> str | None:
 def _run_with_progress(jobs: list[FileJob], *, workers: int, fail_fast: bool) -> list[FileOutcome]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ctxpack.batch import run_batch
     from ctxpack.cli.render import console
+    from ctxpack.pipeline.batch import run_batch
 
     show = console.is_terminal
     with Progress(

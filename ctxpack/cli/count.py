@@ -38,8 +38,8 @@ def count(
 ) -> None:
     """Count tokens and messages by role and by kind, per session and in total."""
     from ctxpack.cli.render import count_report
-    from ctxpack.count import count_transcript
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.tokens.counter import TokenCounter
+    from ctxpack.tokens.tally import count_transcript
 
     with reported():
         resolved = opts.resolve({"encoding": encoding}, config_file)

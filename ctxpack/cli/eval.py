@@ -25,7 +25,7 @@ from ctxpack.errors import RetentionError, UsageError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ctxpack.evaluate import (
+    from ctxpack.evaluate.retention import (
         EvalReport,
     )
 
@@ -89,9 +89,9 @@ def eval_(
     from rich.markup import escape
 
     from ctxpack.cli.render import console, note
-    from ctxpack.evaluate import evaluate_transcripts
-    from ctxpack.gate import gate, parse_min_retention
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.evaluate.gate import gate, parse_min_retention
+    from ctxpack.evaluate.retention import evaluate_transcripts
+    from ctxpack.tokens.counter import TokenCounter
 
     with reported():
         thresholds = parse_min_retention(min_retention) if min_retention is not None else None
@@ -134,7 +134,7 @@ def _payload(
     thresholds: dict[str, float] | None,
     failures: list[str],
 ) -> dict[str, Any]:
-    from ctxpack.evaluate import combine
+    from ctxpack.evaluate.retention import combine
 
     gate_block = (
         None
@@ -154,7 +154,7 @@ def _render(original: str, compacted: str, reports: list[EvalReport]) -> None:
     from rich.markup import escape
 
     from ctxpack.cli.render import console, note
-    from ctxpack.evaluate import combine
+    from ctxpack.evaluate.retention import combine
 
     total = combine(reports)
     console.print(f"{escape(original)} → {escape(compacted)}", style="bold", soft_wrap=True)
@@ -181,7 +181,7 @@ def _render(original: str, compacted: str, reports: list[EvalReport]) -> None:
 def _retention_table(report: EvalReport) -> Table:
     from rich.table import Table
 
-    from ctxpack.evaluate import CATEGORIES, OVERALL
+    from ctxpack.evaluate.retention import CATEGORIES, OVERALL
 
     table = Table(show_edge=False, title="retention", title_justify="left")
     table.add_column("category")

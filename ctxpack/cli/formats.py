@@ -80,7 +80,7 @@ def convert(
     """Rewrite a transcript in another format; the format read is detected unless --from."""
     from ctxpack import formats as registry
     from ctxpack.cli.render import note
-    from ctxpack.formats import ReadOptions
+    from ctxpack.formats.base import ReadOptions
 
     with reported():
         target = registry.get(to)

@@ -24,7 +24,7 @@ from ctxpack.cli.app import (
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
-    from ctxpack.prune import (
+    from ctxpack.prune.stage import (
         PruneResult,
     )
     from ctxpack.transcript import Transcript
@@ -81,9 +81,9 @@ def prune(
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
     message count, order, roles and tool-call ids never change."""
     from ctxpack import formats
-    from ctxpack.archiving import archive_result
-    from ctxpack.prune import PruneSettings, prune_transcript, totals
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.pipeline.archiving import archive_result
+    from ctxpack.prune.stage import PruneSettings, prune_transcript, totals
+    from ctxpack.tokens.counter import TokenCounter
 
     with reported():
         if json_out and output == files.STDIO:
@@ -124,7 +124,7 @@ def prune(
 def plan_json(
     transcript: Transcript, results: list[PruneResult], *, dry_run: bool
 ) -> dict[str, Any]:
-    from ctxpack.prune import totals
+    from ctxpack.prune.stage import totals
 
     sessions = []
     for session, result in zip(transcript.sessions, results, strict=True):
@@ -196,7 +196,7 @@ def summary_line(transcript: Transcript, results: list[PruneResult], target: str
 
 def _totals_text(results: list[PruneResult]) -> str:
     """Totals of what is (or, in a dry run, would be) written: gated sessions count as unchanged."""
-    from ctxpack.prune import ACTIONS, DEDUPE, SHRINK, SUMMARIZE, totals
+    from ctxpack.prune.stage import ACTIONS, DEDUPE, SHRINK, SUMMARIZE, totals
 
     t = totals(results)
     applied = [row for r in results if r.applied for row in r.rows]

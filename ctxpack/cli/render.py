@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ctxpack.count import CountReport, Tally
-from ctxpack.tokens import KINDS
+from ctxpack.tokens.counter import KINDS
+from ctxpack.tokens.tally import CountReport, Tally
 
 console = Console(stderr=True, highlight=False)
 

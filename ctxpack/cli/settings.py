@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ctxpack import config
-from ctxpack.budget import Budget
-from ctxpack.llm_settings import LLMSettings, resolve_llm_settings
+from ctxpack import settings as config
+from ctxpack.align.budget import Budget
+from ctxpack.summarize.llm.settings import LLMSettings, resolve_llm_settings
 
 ContextLength = Annotated[
     int | None, typer.Option("--context-length", help="Model context window in tokens [200000].")

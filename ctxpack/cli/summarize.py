@@ -24,8 +24,8 @@ from ctxpack.cli.app import (
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
-    from ctxpack.pipeline import CompressSettings
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.pipeline.compaction import CompressSettings
+    from ctxpack.tokens.counter import TokenCounter
     from ctxpack.transcript import Transcript
 
 
@@ -74,11 +74,11 @@ def _run(args: dict[str, Any], *, require_previous: bool) -> None:
     import orjson
 
     from ctxpack import formats
-    from ctxpack.alignplan import plans_from_json
-    from ctxpack.archiving import archive_result, settings_record
+    from ctxpack.align.plan import plans_from_json
     from ctxpack.cli.render import compress_report
-    from ctxpack.pipeline import CompressSettings, summarize_transcript
-    from ctxpack.tokens import TokenCounter
+    from ctxpack.pipeline.archiving import archive_result, settings_record
+    from ctxpack.pipeline.compaction import CompressSettings, summarize_transcript
+    from ctxpack.tokens.counter import TokenCounter
 
     resolved = opts.resolve(args, args["config_file"])
     previous = args["previous_summary"]
@@ -147,10 +147,10 @@ def _dump_prompt(
     plans: list[Any] | None,
 ) -> None:
     # Without a configured model the request is still shown, for a placeholder model.
-    from ctxpack.boundaries import plan_boundaries
-    from ctxpack.llm import LLMSummarizer
-    from ctxpack.llm_settings import LLMSettings
-    from ctxpack.pipeline import prepare_request
+    from ctxpack.align.boundaries import plan_boundaries
+    from ctxpack.pipeline.compaction import prepare_request
+    from ctxpack.summarize.llm.client import LLMSummarizer
+    from ctxpack.summarize.llm.settings import LLMSettings
 
     llm = settings.llm or LLMSettings(model="<model>")
     requests = []

@@ -8,9 +8,9 @@ is built from the messages alone (`convert`).
 
 from __future__ import annotations
 
-from ctxpack import jsoncodec
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
+from ctxpack.formats import jsoncodec
 from ctxpack.formats.anthropic import AnthropicFormat
 from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions
 from ctxpack.formats.claude_code import ClaudeCodeFormat
@@ -110,16 +110,3 @@ def _openai_lines(sessions: list[Session]) -> bytes:
     else:
         lines = [jsoncodec.dumps({"messages": s.messages}) for s in sessions]
     return b"".join(line + b"\n" for line in lines)
-
-
-__all__ = [
-    "REGISTRY",
-    "FormatAdapter",
-    "ReadOptions",
-    "convert",
-    "detect",
-    "get",
-    "portable",
-    "read",
-    "write",
-]

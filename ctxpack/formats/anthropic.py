@@ -14,10 +14,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack import messages as m
 from ctxpack.errors import InputError
-from ctxpack.formats import blocks, jsonspans
+from ctxpack.formats import blocks, jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
 from ctxpack.formats.origins import resolve
 from ctxpack.transcript import Message, Session, Transcript

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack import messages as m
+from ctxpack.formats import jsoncodec
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message
 

@@ -34,12 +34,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack import messages as m
-from ctxpack.formats import blocks, jsonl
+from ctxpack.formats import blocks, jsoncodec, jsonl
 from ctxpack.formats.claude_code import history_behind, line, passengers
 from ctxpack.formats.origins import first_new_summary, pairs
-from ctxpack.tokens import TokenCounter
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 ENVELOPE = (

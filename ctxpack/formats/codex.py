@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack import jsoncodec, markers
-from ctxpack.formats import jsonl
+from ctxpack import markers
+from ctxpack.formats import jsoncodec, jsonl
 from ctxpack.formats.base import ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack.errors import InputError
+from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack.errors import CtxpackError, InputError, UsageError
-from ctxpack.formats import keypath
+from ctxpack.formats import jsoncodec, keypath
 from ctxpack.formats.base import BOM, LineViews, ReadOptions, is_blank, join_lines
 from ctxpack.transcript import Message, RawLine, Session, Transcript
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxpack import jsoncodec, markers
+from ctxpack import markers
 from ctxpack.errors import InputError
+from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, split_lines
 from ctxpack.transcript import Message, Session, Transcript
 

@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack.errors import InputError
-from ctxpack.formats import jsonspans
+from ctxpack.formats import jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, ReadOptions, split_lines
 from ctxpack.transcript import Message, Session, Transcript
 

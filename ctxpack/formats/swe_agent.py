@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxpack import jsoncodec
 from ctxpack import messages as m
 from ctxpack.errors import InputError
+from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
 

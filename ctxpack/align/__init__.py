@@ -1,0 +1,1 @@
+"""Stage 2: where the verbatim head ends and the verbatim tail begins."""

@@ -1,0 +1,1 @@
+"""The lossless archive: every compaction can be undone."""

@@ -1,0 +1,380 @@
+"""The lossless archive: every compaction can be undone.
+
+Each compaction stores the original input, every pruned output and the
+summarized middle as content-addressed blobs in one SQLite file, plus the
+settings, the report and the sha256 of the output it produced. Placeholders
+cite blobs by `ref_for(data)`, computable without the archive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from ctxpack.archive.check import find_problems
+from ctxpack.archive.db import (
+    ArchiveCorrupt,
+    ArchiveMissing,
+    InvalidRef,
+    connect,
+    normalize_ref,
+    pack,
+    pack_all,
+    ref_of_sha,
+    resolve_path,
+    translate,
+    unpack,
+    write_tx,
+)
+from ctxpack.archive.types import (
+    ArchiveStats,
+    Compaction,
+    compaction_id,
+    dump_json,
+    join_appended,
+    load_json,
+)
+from ctxpack.errors import UsageError
+from ctxpack.refs import REF_PREFIX, Blob, sha256_hex
+
+_CHUNK = 500  # stays far below SQLite's bound-parameter limit
+_COLUMNS = (
+    "id, created, source_path, input_sha256, input_size, output_sha256, output_size,"
+    " settings, report"
+)
+
+
+def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+class Archive:
+    """One archive file. Open with `Archive.open()`; use as a context manager."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Archive:
+        """Open the archive at `path`, $CTXPACK_ARCHIVE or the XDG data dir.
+
+        `create=False` raises ArchiveMissing instead of creating a new file
+        (for commands that only read).
+        """
+        where = resolve_path(path)
+        return cls(connect(where, create=create), where)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # blobs
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes (once, whoever else stores them too); return their sha256."""
+        sha = sha256_hex(data)
+        self._store({sha: data})
+        return sha
+
+    def get_blob(self, sha_or_ref: str) -> bytes:
+        """The exact bytes, verified against their hash on the way out."""
+        sha = self.resolve(sha_or_ref)
+        with translate(self.path):
+            row = self._conn.execute(
+                "SELECT codec, data FROM blobs WHERE sha256 = ?", (sha,)
+            ).fetchone()
+        if row is None:
+            raise ArchiveMissing(f"no archived blob {ref_of_sha(sha)}", path=str(self.path))
+        try:
+            return unpack(row[0], row[1], sha=sha)
+        except ArchiveCorrupt as exc:
+            raise ArchiveCorrupt(exc.message, path=str(self.path)) from None
+
+    def resolve(self, sha_or_ref: str) -> str:
+        """Full sha256 for a ref, a full hash or any unique prefix of >= 6 hex digits."""
+        text = normalize_ref(sha_or_ref)
+        with translate(self.path):
+            rows = self._conn.execute(
+                "SELECT sha256 FROM blobs WHERE sha256 >= ? AND sha256 < ? ORDER BY sha256 LIMIT 6",
+                (text, text + "g"),  # every hex digit sorts below "g"
+            ).fetchall()
+        if not rows:
+            raise ArchiveMissing(f"no archived blob matches {sha_or_ref}", path=str(self.path))
+        if len(rows) > 1:
+            shown = ", ".join(REF_PREFIX + r[0][:16] for r in rows[:5])
+            more = " and more" if len(rows) > 5 else ""
+            raise InvalidRef(
+                f"{sha_or_ref} is ambiguous: it matches {shown}{more}; give more hex digits"
+            )
+        return str(rows[0][0])
+
+    def _present(self, shas: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in _chunks(shas):
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", tuple(chunk)
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def _store(
+        self,
+        items: dict[str, Blob],
+        then: Callable[[sqlite3.Connection, float], None] | None = None,
+    ) -> None:
+        with translate(self.path):
+            shas = list(items)
+            known = self._present(shas)
+            # Compress outside the transaction so other writers wait only for the inserts.
+            todo = [sha for sha in shas if sha not in known]
+            fresh = [
+                (sha, codec, data, len(items[sha]))
+                for sha, (codec, data) in zip(
+                    todo, pack_all([items[sha] for sha in todo]), strict=True
+                )
+            ]
+            now = time.time()
+            with write_tx(self._conn) as tx:
+                tx.executemany(
+                    "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    [(sha, codec, packed, size, now) for sha, codec, packed, size in fresh],
+                )
+                # A gc may have dropped a blob seen above; store it again (rare).
+                for sha in set(shas) - self._present(shas):
+                    codec, packed = pack(items[sha])
+                    tx.execute(
+                        "INSERT INTO blobs (sha256, codec, data, size, touched)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (sha, codec, packed, len(items[sha]), now),
+                    )
+                # Refreshing the time keeps a re-used blob safe from the next gc.
+                tx.executemany(
+                    "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
+                )
+                if then is not None:
+                    then(tx, now)
+
+    # compactions
+
+    def record_compaction(
+        self,
+        *,
+        source_path: str,
+        input_bytes: bytes,
+        output_bytes: bytes,
+        blobs: list[Blob],
+        settings: dict[str, Any],
+        report: dict[str, Any],
+    ) -> str:
+        """Store everything needed to undo one compaction; return its id."""
+        input_sha = sha256_hex(input_bytes)
+        output_sha = sha256_hex(output_bytes)
+        blob_shas = [sha256_hex(b) for b in blobs]
+        items: dict[str, Blob] = {input_sha: input_bytes}
+        items.update(zip(blob_shas, blobs, strict=True))
+        cid = compaction_id(input_sha, output_sha)
+        settings_json, report_json = dump_json(settings), dump_json(report)
+
+        def insert(tx: sqlite3.Connection, now: float) -> None:
+            tx.execute(
+                f"INSERT INTO compactions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET created = excluded.created,"
+                " source_path = excluded.source_path, settings = excluded.settings,"
+                " report = excluded.report",
+                (
+                    cid,
+                    now,
+                    source_path,
+                    input_sha,
+                    len(input_bytes),
+                    output_sha,
+                    len(output_bytes),
+                    settings_json,
+                    report_json,
+                ),
+            )
+            tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
+            tx.executemany(
+                "INSERT INTO compaction_blobs (compaction_id, position, sha256) VALUES (?, ?, ?)",
+                [(cid, i, sha) for i, sha in enumerate(blob_shas)],
+            )
+
+        self._store(items, then=insert)
+        return cid
+
+    def _compactions(self, where: str, params: tuple[Any, ...]) -> list[Compaction]:
+        with translate(self.path):
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM compactions {where}", params
+            ).fetchall()
+            out = []
+            for row in rows:
+                shas = self._conn.execute(
+                    "SELECT sha256 FROM compaction_blobs WHERE compaction_id = ? ORDER BY position",
+                    (row[0],),
+                ).fetchall()
+                out.append(
+                    Compaction(
+                        id=row[0],
+                        created=datetime.fromtimestamp(row[1], tz=UTC),
+                        source_path=row[2],
+                        input_sha256=row[3],
+                        input_size=row[4],
+                        output_sha256=row[5],
+                        output_size=row[6],
+                        blobs=tuple(s[0] for s in shas),
+                        settings=load_json(row[7]),
+                        report=load_json(row[8]),
+                    )
+                )
+        return out
+
+    def find_by_output(self, output_bytes: bytes) -> Compaction | None:
+        """The (latest) compaction that produced exactly these bytes."""
+        found = self._compactions(
+            "WHERE output_sha256 = ? ORDER BY created DESC LIMIT 1", (sha256_hex(output_bytes),)
+        )
+        return found[0] if found else None
+
+    def find_prefix(self, data: bytes) -> Compaction | None:
+        """The compaction with the longest output that `data` starts with."""
+        with translate(self.path):
+            sizes = [
+                int(r[0])
+                for r in self._conn.execute(
+                    "SELECT DISTINCT output_size FROM compactions"
+                    " WHERE output_size > 0 AND output_size <= ? ORDER BY output_size",
+                    (len(data),),
+                )
+            ]
+        # One pass over the data: extend a running hash to each stored size.
+        running = hashlib.sha256()
+        done = 0
+        digests: list[str] = []
+        for size in sizes:
+            running.update(data[done:size])
+            done = size
+            digests.append(running.copy().hexdigest())
+        best: Compaction | None = None
+        for chunk in _chunks(digests):
+            marks = ",".join("?" * len(chunk))
+            for found in self._compactions(
+                f"WHERE output_sha256 IN ({marks}) ORDER BY output_size DESC, created DESC LIMIT 1",
+                tuple(chunk),
+            ):
+                if best is None or found.output_size > best.output_size:
+                    best = found
+        return best
+
+    def restore(self, data: bytes) -> bytes:
+        """The exact original of an unchanged compacted file."""
+        found = self.find_by_output(data)
+        if found is not None:
+            return self.get_blob(found.input_sha256)
+        grown = self.find_prefix(data)
+        if grown is not None:
+            extra = len(data) - grown.output_size
+            raise ArchiveMissing(
+                f"this file is the output of compaction {grown.id} plus {extra:,} byte(s)"
+                " added since: use --expand to restore the original followed by the new lines",
+                path=str(self.path),
+            )
+        raise ArchiveMissing(
+            f"no archived compaction produced this file (sha256 {sha256_hex(data)[:16]}…):"
+            " if the session went on after compaction try --expand, otherwise it was"
+            " changed or compacted without the archive",
+            path=str(self.path),
+        )
+
+    def expand(self, data: bytes) -> bytes:
+        """Original input + whatever was appended to the compacted file since."""
+        found = self.find_prefix(data)
+        if found is None:
+            raise ArchiveMissing(
+                "no archived compaction output is a prefix of this file: it was edited,"
+                " not only appended to, or compacted without the archive",
+                path=str(self.path),
+            )
+        original = self.get_blob(found.input_sha256)
+        cut = found.output_size
+        return join_appended(
+            original, data[cut:], output_ended_with_newline=data[cut - 1 : cut] == b"\n"
+        )
+
+    def log(self, limit: int | None = 20) -> list[Compaction]:
+        """Compactions, newest first."""
+        return self._compactions(
+            "ORDER BY created DESC, id LIMIT ?", (-1 if limit is None else limit,)
+        )
+
+    # maintenance
+
+    def check(self) -> list[str]:
+        """Every problem found: damaged blobs, missing blobs, a damaged file. [] = sound."""
+        with translate(self.path):
+            return find_problems(self._conn)
+
+    def gc(self, older_than: timedelta, *, now: datetime | None = None) -> int:
+        """Drop compactions older than `older_than` and blobs nothing references any more.
+
+        Unreferenced blobs are kept until they too are that old, so a writer
+        between put_blob() and record_compaction() never loses its blobs.
+        Returns the number of compactions removed.
+        """
+        if older_than < timedelta(0):
+            raise UsageError("the age for gc must not be negative")
+        cutoff = (now or datetime.now(UTC)).timestamp() - older_than.total_seconds()
+        with translate(self.path), write_tx(self._conn) as tx:
+            removed = tx.execute("DELETE FROM compactions WHERE created < ?", (cutoff,)).rowcount
+            tx.execute(
+                "DELETE FROM compaction_blobs"
+                " WHERE compaction_id NOT IN (SELECT id FROM compactions)"
+            )
+            tx.execute(
+                "DELETE FROM blobs WHERE touched < ?"
+                " AND NOT EXISTS (SELECT 1 FROM compactions c"
+                " WHERE c.input_sha256 = blobs.sha256)"
+                " AND NOT EXISTS (SELECT 1 FROM compaction_blobs b"
+                " WHERE b.sha256 = blobs.sha256)",
+                (cutoff,),
+            )
+        # Best effort, after the commit: give freed pages back and shrink the WAL.
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("PRAGMA incremental_vacuum").fetchall()
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return int(removed)
+
+    def stats(self) -> ArchiveStats:
+        with translate(self.path):
+            compactions = self._conn.execute("SELECT count(*) FROM compactions").fetchone()[0]
+            blobs, raw, stored = self._conn.execute(
+                "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(length(data)), 0) FROM blobs"
+            ).fetchone()
+        return ArchiveStats(
+            compactions=int(compactions),
+            blobs=int(blobs),
+            raw_bytes=int(raw),
+            stored_bytes=int(stored),
+        )

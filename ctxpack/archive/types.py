@@ -1,0 +1,112 @@
+"""Plain data of the archive: a recorded compaction, sizes, ages, and the
+byte rules for restoring a file that grew after compaction."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from ctxpack.archive.db import ref_of_sha
+from ctxpack.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Compaction:
+    id: str
+    created: datetime
+    source_path: str
+    input_sha256: str
+    input_size: int
+    output_sha256: str
+    output_size: int
+    blobs: tuple[str, ...]  # sha256 of each pruned output / summarized middle, in order
+    settings: dict[str, Any]
+    report: dict[str, Any]
+
+    @property
+    def input_ref(self) -> str:
+        return ref_of_sha(self.input_sha256)
+
+    @property
+    def blob_refs(self) -> list[str]:
+        return [ref_of_sha(sha) for sha in self.blobs]
+
+    @property
+    def tokens_before(self) -> int | None:
+        value = self.report.get("tokens_before")
+        return value if isinstance(value, int) else None
+
+    @property
+    def tokens_after(self) -> int | None:
+        value = self.report.get("tokens_after")
+        return value if isinstance(value, int) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "created": self.created.isoformat(),
+            "source_path": self.source_path,
+            "input_ref": self.input_ref,
+            "input_sha256": self.input_sha256,
+            "input_size": self.input_size,
+            "output_sha256": self.output_sha256,
+            "output_size": self.output_size,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "blob_refs": self.blob_refs,
+            "settings": self.settings,
+            "report": self.report,
+        }
+
+
+@dataclass(frozen=True)
+class ArchiveStats:
+    compactions: int
+    blobs: int
+    raw_bytes: int  # uncompressed size of all blobs
+    stored_bytes: int  # as stored, after compression
+
+
+_AGE = re.compile(r"^\s*(\d+)\s*([hdw])\s*$", re.IGNORECASE)
+_AGE_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_age(text: str) -> timedelta:
+    """`30d`, `12h`, `2w` -> timedelta."""
+    match = _AGE.match(text)
+    if not match:
+        raise UsageError(f"cannot read the age {text!r}: use a number and h, d or w, e.g. 30d")
+    return int(match.group(1)) * _AGE_UNIT[match.group(2).lower()]
+
+
+def compaction_id(input_sha: str, output_sha: str) -> str:
+    # The same input compacted to the same output is the same compaction:
+    # recording it again refreshes it instead of piling up duplicates.
+    return hashlib.sha256(f"{input_sha}:{output_sha}".encode()).hexdigest()[:16]
+
+
+def join_appended(original: bytes, appended: bytes, *, output_ended_with_newline: bool) -> bytes:
+    """The original followed by lines appended after compaction, as separate lines."""
+    if not output_ended_with_newline and appended.startswith(b"\n"):
+        appended = appended[1:]  # that newline only ended the compacted file's last line
+    if appended and original and not original.endswith(b"\n"):
+        return original + b"\n" + appended
+    return original + appended
+
+
+def dump_json(value: dict[str, Any]) -> str:
+    options = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    return orjson.dumps(value, option=options, default=str).decode()
+
+
+def load_json(text: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,1 @@
+"""What a compaction kept, and whether that is enough."""

@@ -1,0 +1,176 @@
+"""The structural checks of `ctxpack eval` (tool pairs, the latest request, the
+summary's headings and prefix) and the message views they share with it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import orjson
+
+from ctxpack import markers
+from ctxpack import messages as m
+from ctxpack.align.boundaries import latest_user_index
+from ctxpack.facts.match import collapse
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.toolpairs import calls_of, orphans
+from ctxpack.transcript import Message
+
+_PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
+# A quoted user request inside a summary: "> line" (see pipeline._active_request).
+_QUOTE_MARK = re.compile(r"^> ?", re.MULTILINE)
+
+
+class Check(NamedTuple):
+    name: str
+    passed: bool
+    detail: str
+
+
+def visible_texts(messages: list[Message]) -> Iterator[str]:
+    """What the model reads: message text and tool-call arguments, raw and decoded."""
+    for index, msg in enumerate(messages):
+        yield m.text(msg)
+        for use in calls_of(msg, index):
+            yield use.arguments
+            # Decoded strings too: a multi-line command is escaped in the raw JSON.
+            yield from _strings(use.args())
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def message_key(msg: Message) -> bytes:
+    parts = [m.role(msg), msg.get("content"), msg.get("tool_calls"), msg.get("function_call")]
+    return exact_copy(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
+
+
+def _shape(msg: Message) -> tuple[str, int, int]:
+    """A cheap digest that equal message_keys always share."""
+    content, calls = msg.get("content"), msg.get("tool_calls")
+    return (
+        m.role(msg),
+        len(content) if isinstance(content, str | list) else -1,
+        len(calls) if isinstance(calls, list) else -1,
+    )
+
+
+class MessageSet:
+    """Membership by message_key, the same message object counting without
+    serializing it: a compaction keeps most messages as the very same objects."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self._ids = {id(msg) for msg in messages}
+        self._groups: dict[tuple[str, int, int], list[Message]] = {}
+        for msg in messages:
+            self._groups.setdefault(_shape(msg), []).append(msg)
+        self._keys: dict[tuple[str, int, int], set[bytes]] = {}
+
+    def __contains__(self, msg: Message) -> bool:
+        if id(msg) in self._ids:
+            return True
+        shape = _shape(msg)
+        group = self._groups.get(shape)
+        if group is None:
+            return False
+        keys = self._keys.get(shape)
+        if keys is None:
+            keys = self._keys[shape] = {message_key(other) for other in group}
+        return message_key(msg) in keys
+
+
+def exact_copy(data: bytes) -> bytes:
+    """An exact-size copy of orjson output that is kept: orjson's own buffer
+    holds several kilobytes however short the output."""
+    return memoryview(data).tobytes()
+
+
+def orphan_check(original: list[Message], compacted: list[Message]) -> Check:
+    """Orphans the compaction introduced; ones the input already had are only noted."""
+    results, calls = orphans(compacted)
+    old_results, old_calls = orphans(original)
+    old_result_ids = {m.result_call_id(original[i]) for i in old_results}
+    new_results = [i for i in results if m.result_call_id(compacted[i]) not in old_result_ids]
+    new_calls = [c for c in calls if c not in set(old_calls)]
+    inherited = len(results) - len(new_results) + len(calls) - len(new_calls)
+    also = f" ({inherited} already in the original)" if inherited else ""
+    if new_results or new_calls:
+        detail = (
+            f"{len(new_results)} result(s) without a call, "
+            f"{len(new_calls)} call(s) without a result{also}"
+        )
+        return Check("no_orphan_tool_pairs", False, detail)
+    return Check("no_orphan_tool_pairs", True, f"every call and result pairs up{also}")
+
+
+def latest_user_check(original: list[Message], compacted: list[Message], haystack: str) -> Check:
+    name = "latest_user_message_kept"
+    index = latest_user_index(original)
+    if index is None:
+        return Check(name, True, "the original has no user message")
+    latest = original[index]
+    if any(message_key(msg) == message_key(latest) for msg in compacted):
+        return Check(name, True, f"message #{index} kept as it was")
+    text = m.text(latest)
+    ask = collapse(text)
+    if not ask:
+        return Check(name, False, f"message #{index} (no text) is gone")
+    if ask in haystack:
+        return Check(name, True, f"message #{index} found verbatim")
+    unquoted = collapse(_QUOTE_MARK.sub("", "\n".join(visible_texts(compacted))))
+    if collapse(_QUOTE_MARK.sub("", text)) in unquoted:
+        return Check(name, True, f"message #{index} quoted verbatim")
+    return Check(name, False, f"message #{index} is not in the compacted text: {_clip(ask)!r}")
+
+
+def written_summaries(compacted: list[Message], original: MessageSet) -> list[Message]:
+    """Summary messages the compaction wrote (not ones carried over unchanged)."""
+    found = []
+    for msg in compacted:
+        if msg in original:
+            continue
+        body = m.text(msg)
+        headings = sum(1 for h in HEADINGS if _has_heading(body, h))
+        if markers.is_summary(msg) or markers.SUMMARY_END in body or headings * 2 >= len(HEADINGS):
+            found.append(msg)
+    return found
+
+
+def summary_checks(summaries: list[Message]) -> list[Check]:
+    if not summaries:
+        none = "no summary in the compacted transcript"
+        return [Check("summary_headings", True, none), Check("reference_prefix", True, none)]
+    lacking: list[str] = []
+    unprefixed = 0
+    for msg in summaries:
+        body = m.text(msg)
+        lacking.extend(h for h in HEADINGS if not _has_heading(body, h) and h not in lacking)
+        unprefixed += _PREFIX_HEAD not in body
+    headings = (
+        Check("summary_headings", False, "missing: " + ", ".join(f"## {h}" for h in lacking))
+        if lacking
+        else Check("summary_headings", True, f"all {len(HEADINGS)} template headings present")
+    )
+    prefix = (
+        Check("reference_prefix", False, f"{unprefixed} summary message(s) without the prefix")
+        if unprefixed
+        else Check("reference_prefix", True, "the reference-only prefix opens the summary")
+    )
+    return [headings, prefix]
+
+
+def _has_heading(body: str, heading: str) -> bool:
+    return re.search(rf"^##\s+{re.escape(heading)}\s*$", body, re.MULTILINE) is not None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,292 @@
+"""What a compaction kept: the key facts of the turns it replaced, found again
+(or not) anywhere in the compacted transcript, plus structural checks. Pure and
+deterministic, so it can gate CI (`ctxpack eval --min-retention`).
+
+"The region" is every original message that does not reappear unchanged in the
+output (same role, content and tool calls). Facts of messages that survived
+verbatim are kept trivially; the region's facts are the ones at risk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ctxpack import markers
+from ctxpack.errors import UsageError
+from ctxpack.evaluate.checks import (
+    Check,
+    MessageSet,
+    exact_copy,
+    latest_user_check,
+    orphan_check,
+    summary_checks,
+    visible_texts,
+    written_summaries,
+)
+from ctxpack.facts.extract import FactCollector, Facts, MessageFacts, known_facts, message_facts
+from ctxpack.facts.match import Haystack
+from ctxpack.facts.text import mask_secrets
+from ctxpack.report import ratio
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message, Transcript
+
+CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
+OVERALL = "overall"
+SCOPES = ("region", "transcript")
+
+
+@dataclass(frozen=True)
+class CategoryRetention:
+    """One category's facts: everything found, what survived, what did not."""
+
+    name: str
+    found: list[str]
+    kept: list[str]
+    missing: list[str]
+
+    @property
+    def retention(self) -> float:
+        """Share kept; 1.0 when there was nothing to keep."""
+        return round(len(self.kept) / len(self.found), 4) if self.found else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "found": len(self.found),
+            "kept": len(self.kept),
+            "retention": self.retention,
+            "missing": list(self.missing),
+        }
+
+
+@dataclass
+class EvalReport:
+    label: str
+    region: list[CategoryRetention]
+    transcript: list[CategoryRetention]
+    checks: list[Check]
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    region_messages: int
+    summary_tokens: int = 0
+    sessions: int = 1
+
+    @property
+    def ratio(self) -> float:
+        return ratio(self.tokens_after, self.tokens_before)
+
+    @property
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def rows(self, scope: str = "region") -> list[CategoryRetention]:
+        return self.region if scope == "region" else self.transcript
+
+    def category(self, name: str, *, scope: str = "region") -> CategoryRetention:
+        return next(r for r in self.rows(scope) if r.name == name)
+
+    def found(self, key: str, *, scope: str = "region") -> int:
+        return sum(len(r.found) for r in self.rows(scope) if key in (OVERALL, r.name))
+
+    def kept(self, key: str, *, scope: str = "region") -> int:
+        return sum(len(r.kept) for r in self.rows(scope) if key in (OVERALL, r.name))
+
+    def retention(self, key: str = OVERALL, *, scope: str = "region") -> float:
+        """Share of `key` (a category, or "overall" for all of them) kept."""
+        found = self.found(key, scope=scope)
+        return round(self.kept(key, scope=scope) / found, 4) if found else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        retention: dict[str, Any] = {}
+        for scope in SCOPES:
+            block: dict[str, Any] = {r.name: r.to_dict() for r in self.rows(scope)}
+            block[OVERALL] = {
+                "found": self.found(OVERALL, scope=scope),
+                "kept": self.kept(OVERALL, scope=scope),
+                "retention": self.retention(OVERALL, scope=scope),
+            }
+            retention[scope] = block
+        return {
+            "session": self.label,
+            "sessions": self.sessions,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "region_messages": self.region_messages,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "ratio": self.ratio,
+            "summary_tokens": self.summary_tokens,
+            "retention": retention,
+            "checks": [c._asdict() for c in self.checks],
+            "checks_passed": not self.failed_checks,
+        }
+
+
+def retention_summary(report: EvalReport) -> dict[str, Any]:
+    """The retention block in short, for embedding in another report."""
+    keys = (*CATEGORIES, OVERALL)
+    return {
+        "region_messages": report.region_messages,
+        "region": {key: report.retention(key) for key in keys},
+        "transcript": {key: report.retention(key, scope="transcript") for key in keys},
+        "found": {key: report.found(key) for key in keys},
+        "missing": {key: report.found(key) - report.kept(key) for key in keys},
+        "failed_checks": [c.name for c in report.failed_checks],
+    }
+
+
+# ---- evaluation ----------------------------------------------------------
+
+
+class FactCache:
+    """Facts per distinct message, shared across sessions (system prompts repeat)."""
+
+    def __init__(self) -> None:
+        self._facts: dict[bytes, MessageFacts] = {}
+
+    def of(self, messages: list[Message]) -> Facts:
+        # Extraction is per message, so merging per-message facts in order
+        # gives what extract_facts(messages) gives.
+        collector = FactCollector()
+        for msg in messages:
+            collector.add(self._one(msg))
+        return collector.facts()
+
+    def _one(self, msg: Message) -> MessageFacts:
+        # The summarizer has just read most of these very messages.
+        known = known_facts(msg)
+        if known is not None:
+            return known
+        key = exact_copy(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
+        hit = self._facts.get(key)
+        if hit is None:
+            hit = self._facts[key] = message_facts(msg)
+        return hit
+
+
+def evaluate(
+    original: list[Message],
+    compacted: list[Message],
+    *,
+    counter: TokenCounter,
+    cache: FactCache | None = None,
+) -> EvalReport:
+    """Compare one session before and after compaction."""
+    cache = cache or FactCache()
+    survivors = MessageSet(compacted)
+    region = [msg for msg in original if msg not in survivors]
+    haystack = Haystack("\n".join(visible_texts(compacted)))
+    survives = _Survival(haystack)
+    summaries = written_summaries(compacted, MessageSet(original))
+    summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
+    return EvalReport(
+        label="",
+        region=_retention(cache.of(region), survives),
+        transcript=_retention(cache.of(original), survives),
+        checks=[
+            orphan_check(original, compacted),
+            latest_user_check(original, compacted, haystack.text),
+            *summary_checks(summaries),
+        ],
+        tokens_before=counter.messages(original),
+        tokens_after=counter.messages(compacted),
+        messages_before=len(original),
+        messages_after=len(compacted),
+        region_messages=len(region),
+        summary_tokens=summary_tokens,
+    )
+
+
+def evaluate_transcripts(
+    original: Transcript, compacted: Transcript, *, counter: TokenCounter
+) -> list[EvalReport]:
+    """One report per session, the sessions paired by position."""
+    if len(original.sessions) != len(compacted.sessions):
+        raise UsageError(
+            f"{original.path} has {len(original.sessions)} session(s) but {compacted.path} has "
+            f"{len(compacted.sessions)}; sessions are compared by position"
+        )
+    reports = []
+    cache = FactCache()
+    for number, (before, after) in enumerate(
+        zip(original.sessions, compacted.sessions, strict=True)
+    ):
+        report = evaluate(before.messages, after.messages, counter=counter, cache=cache)
+        report.label = before.label or f"#{number}"
+        reports.append(report)
+    return reports
+
+
+def combine(reports: list[EvalReport], *, label: str = "all") -> EvalReport:
+    """Many sessions as one: facts and tokens summed, a check failed if it failed anywhere."""
+    if len(reports) == 1:
+        return reports[0]
+    checks: dict[str, list[tuple[str, Check]]] = {}
+    for report in reports:
+        for check in report.checks:
+            checks.setdefault(check.name, []).append((report.label, check))
+    return EvalReport(
+        label=label,
+        region=_merge([r.region for r in reports]),
+        transcript=_merge([r.transcript for r in reports]),
+        checks=[_merge_check(name, results) for name, results in checks.items()],
+        tokens_before=sum(r.tokens_before for r in reports),
+        tokens_after=sum(r.tokens_after for r in reports),
+        messages_before=sum(r.messages_before for r in reports),
+        messages_after=sum(r.messages_after for r in reports),
+        region_messages=sum(r.region_messages for r in reports),
+        summary_tokens=sum(r.summary_tokens for r in reports),
+        sessions=sum(r.sessions for r in reports),
+    )
+
+
+def _retention(facts: Facts, survives: _Survival) -> list[CategoryRetention]:
+    rows = []
+    for name, items in facts.categories():
+        flags = [survives(item) for item in items]
+        kept = [item for item, ok in zip(items, flags, strict=True) if ok]
+        missing = [item for item, ok in zip(items, flags, strict=True) if not ok]
+        rows.append(CategoryRetention(name, list(items), kept, missing))
+    return rows
+
+
+class _Survival:
+    """Whether a fact is found in the compacted text, each fact looked up once
+    (the region's facts are the transcript's too)."""
+
+    def __init__(self, haystack: Haystack) -> None:
+        self.haystack = haystack
+        self._seen: dict[str, bool] = {}
+
+    def __call__(self, item: str) -> bool:
+        hit = self._seen.get(item)
+        if hit is None:
+            # The preserved-facts section masks credentials on purpose; that still counts.
+            hit = self.haystack.mentions(item) or self.haystack.mentions(mask_secrets(item))
+            self._seen[item] = hit
+        return hit
+
+
+def _merge(groups: list[list[CategoryRetention]]) -> list[CategoryRetention]:
+    return [
+        CategoryRetention(
+            name,
+            [x for rows in groups for r in rows if r.name == name for x in r.found],
+            [x for rows in groups for r in rows if r.name == name for x in r.kept],
+            [x for rows in groups for r in rows if r.name == name for x in r.missing],
+        )
+        for name in CATEGORIES
+    ]
+
+
+def _merge_check(name: str, results: list[tuple[str, Check]]) -> Check:
+    failed = [(label, c) for label, c in results if not c.passed]
+    if not failed:
+        return Check(name, True, f"passed in all {len(results)} sessions")
+    shown = "; ".join(f"{label}: {c.detail}" for label, c in failed[:3])
+    more = f"; … {len(failed) - 3} more" if len(failed) > 3 else ""
+    return Check(name, False, f"failed in {len(failed)} of {len(results)} sessions ({shown}{more})")

@@ -1,0 +1,1 @@
+"""The key facts of a stretch of conversation."""

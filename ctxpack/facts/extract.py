@@ -1,0 +1,286 @@
+"""The key facts of a stretch of conversation, shared by the summarizers (to
+decide what must survive) and by evaluation (to measure what did survive).
+
+Where facts come from, and why:
+- paths: user/assistant text, tool-call arguments and commands, error lines.
+  Not whole tool outputs: a directory listing would bury the paths that matter.
+- commands: tool-call arguments (command/cmd/script, shell argv arrays).
+- errors: tool outputs (recognised error lines; the first line of a failed one).
+- identifiers: commit SHAs (hex with digits and letters) and UUIDs, anywhere.
+- urls: anywhere.
+- values: numbers with units and money in user/assistant text.
+- directives: user sentences that constrain the work (never, always, don't...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ctxpack import messages as m
+from ctxpack.facts.match import Haystack, collapse
+from ctxpack.facts.output import error_lines, result_flagged_error
+from ctxpack.facts.paths import paths_in_text
+from ctxpack.facts.text import (
+    command_of,
+    directives_in,
+    identifiers_in,
+    mask_secrets,
+    paths_in_arguments,
+    urls_in,
+    values_in,
+)
+from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import calls_of, parse_arguments
+from ctxpack.transcript import Message
+
+
+@dataclass
+class Facts:
+    """Ordered (first appearance), de-duplicated facts per category."""
+
+    paths: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)
+    directives: list[str] = field(default_factory=list)
+
+    def categories(self) -> list[tuple[str, list[str]]]:
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+    def count(self) -> int:
+        return sum(len(items) for _, items in self.categories())
+
+    def is_empty(self) -> bool:
+        return self.count() == 0
+
+
+# The preserved-facts section lists these, most important first.
+PRESERVED_ORDER = ("paths", "commands", "errors", "identifiers", "urls", "directives")
+_LABELS = {
+    "paths": "Path",
+    "commands": "Command",
+    "errors": "Error",
+    "identifiers": "ID",
+    "urls": "URL",
+    "directives": "User directive",
+}
+PRESERVED_INTRO = "Facts from the compacted turns that the record above does not mention:"
+
+
+# One message's facts: (category, items, their collapsed keys) for each
+# category it has any of, items de-duplicated within the message.
+MessageFacts = tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]
+# A message's tool calls as (raw arguments, parsed arguments).
+Calls = list[tuple[str, dict[str, Any]]]
+_CATEGORIES = tuple(f.name for f in fields(Facts))
+
+
+def message_facts(
+    msg: Message, *, body: str | None = None, calls: Calls | None = None
+) -> MessageFacts:
+    """The facts of one message; `body` (its text) and `calls` (its calls'
+    raw and parsed arguments) save work when the caller has them."""
+    if body is None:
+        body = m.text(msg)
+    if calls is None:
+        calls = message_calls(msg)
+    role = m.role(msg)
+    paths: list[str] = []
+    errors: list[str] = []
+    values: list[str] = []
+    directives: list[str] = []
+    if role in ("tool", "function"):
+        errors = error_lines(body, flagged=result_flagged_error(msg))
+        for line in errors:
+            paths.extend(paths_in_text(line))
+    else:
+        paths = paths_in_text(body)
+        values = values_in(body)
+        if role == "user":
+            directives = directives_in(body)
+    identifiers = identifiers_in(body)
+    urls = urls_in(body)
+    commands: list[str] = []
+    for raw, args in calls:
+        command = command_of(args)
+        if command:
+            commands.append(command)
+        paths.extend(paths_in_arguments(args, raw))
+        identifiers.extend(identifiers_in(raw))
+        urls.extend(urls_in(raw))
+    found = (
+        ("paths", paths),
+        ("commands", commands),
+        ("errors", errors),
+        ("identifiers", identifiers),
+        ("urls", urls),
+        ("values", values),
+        ("directives", directives),
+    )
+    return tuple(_unique(name, items) for name, items in found if items)
+
+
+def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    kept: list[str] = []
+    keys: dict[str, None] = {}
+    for item in items:
+        key = collapse(item)
+        if key and key not in keys:
+            kept.append(item)
+            keys[key] = None
+    return name, tuple(kept), tuple(keys)
+
+
+def message_calls(msg: Message, index: int = 0) -> Calls:
+    return [(use.arguments, parse_arguments(use.arguments)) for use in calls_of(msg, index)]
+
+
+class FactCollector:
+    """Facts gathered message by message, each kept once (first appearance)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[str]] = {name: [] for name in _CATEGORIES}
+        self._seen: dict[str, set[str]] = {name: set() for name in _CATEGORIES}
+
+    def add(self, facts: MessageFacts) -> None:
+        for category, items, keys in facts:
+            if not items:
+                continue
+            seen, out = self._seen[category], self._items[category]
+            for item, key in zip(items, keys, strict=True):
+                if key not in seen:
+                    seen.add(key)
+                    out.append(item)
+
+    def facts(self) -> Facts:
+        return Facts(**{name: list(items) for name, items in self._items.items()})
+
+
+def extract_facts(messages: list[Message]) -> Facts:
+    collector = FactCollector()
+    for msg in messages:
+        collector.add(message_facts(msg))
+    return collector.facts()
+
+
+# The summarizer extracts the middle's facts while it reads it; the pipeline
+# then asks for the preserved facts of nearly the same messages, and the
+# retention check for the facts of the original ones (mostly the same
+# objects). Facts are kept per message object for them, for one middle at a
+# time: messages are never changed in place, a changed one is a new object.
+# Long sessions also repeat whole messages (re-run commands, re-read files,
+# injected reminders): equal messages are read once.
+_known: dict[int, tuple[Message, MessageFacts]] = {}
+_by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
+
+
+def start_memo() -> None:
+    """Forget the facts remembered for an earlier middle."""
+    _known.clear()
+    _by_content.clear()
+
+
+def known_facts(msg: Message) -> MessageFacts | None:
+    hit = _known.get(id(msg))
+    return hit[1] if hit is not None and hit[0] is msg else None
+
+
+def remembered_facts(msg: Message, *, body: str, calls: Calls) -> MessageFacts:
+    """message_facts(msg), remembered until the next start_memo."""
+    found = known_facts(msg)
+    if found is None:
+        # Everything message_facts reads of the message.
+        role = m.role(msg)
+        kind = "result" if role in ("tool", "function") else "user" if role == "user" else ""
+        flagged = kind == "result" and result_flagged_error(msg)
+        key = (kind, flagged, body, tuple(raw for raw, _ in calls))
+        found = _by_content.get(key)
+        if found is None:
+            found = _by_content[key] = message_facts(msg, body=body, calls=calls)
+        _known[id(msg)] = (msg, found)
+    return found
+
+
+def missing_facts(facts: Facts, text: str) -> Facts:
+    """The facts that do not appear in `text` (whitespace-insensitive)."""
+    haystack = Haystack(text)
+    return Facts(
+        **{
+            name: [item for item in items if not haystack.mentions(item)]
+            for name, items in facts.categories()
+        }
+    )
+
+
+def fact_line(category: str, item: str) -> str:
+    """One preserved fact as a list item; multi-line commands stay whole."""
+    item = mask_secrets(item)
+    label = _LABELS.get(category, category)
+    if category == "commands":
+        if "\n" in item:
+            return f"- {label}:\n```\n{item}\n```"
+        fence = "``" if "`" in item else "`"
+        pad = " " if fence == "``" else ""
+        return f"- {label}: {fence}{pad}{item}{pad}{fence}"
+    if category == "directives":
+        return f'- {label}: "{collapse(item)}"'
+    return f"- {label}: {item}"
+
+
+def preserved_facts_section(
+    middle: list[Message], summary_text: str, *, counter: TokenCounter, cap_tokens: int
+) -> str:
+    """A `## Preserved Facts` section with the middle's facts the summary lost,
+    most important first, within cap_tokens; "" when nothing is missing."""
+    collector = FactCollector()
+    for msg in middle:
+        known = known_facts(msg)
+        collector.add(message_facts(msg) if known is None else known)
+    facts = collector.facts()
+    haystack = Haystack(summary_text)
+    candidates = [
+        fact_line(category, item)
+        for category in PRESERVED_ORDER
+        for item in getattr(facts, category)
+        if not haystack.mentions(item)
+    ]
+    if not candidates:
+        return ""
+    head = [f"## {PRESERVED_FACTS_HEADING}", PRESERVED_INTRO]
+    used = counter.text("\n".join(head)) + 1
+    more = _more_cost(counter)
+    chosen: list[str] = []
+    skipped = 0
+    for number, line in enumerate(candidates):
+        if used + 2 + more > cap_tokens:
+            # Every line costs at least 2: none of the rest can fit.
+            skipped += len(candidates) - number
+            break
+        cost = counter.text(line) + 1
+        # Keep room for the closing "(+N more)" line while items remain.
+        if used + cost + more <= cap_tokens:
+            chosen.append(line)
+            used += cost
+        else:
+            skipped += 1
+    if not chosen:
+        return ""
+    section = _render(head, chosen, skipped)
+    while counter.text(section) > cap_tokens and chosen:
+        chosen.pop()
+        skipped += 1
+        section = _render(head, chosen, skipped)
+    return section if chosen else ""
+
+
+def _more_cost(counter: TokenCounter) -> int:
+    return counter.text("- (+999 more facts not shown)") + 1
+
+
+def _render(head: list[str], chosen: list[str], skipped: int) -> str:
+    tail = [f"- (+{skipped} more facts not shown)"] if skipped else []
+    return "\n".join([*head, *chosen, *tail])

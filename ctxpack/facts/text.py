@@ -1,0 +1,300 @@
+"""Low-level scanners for the facts a reader of a transcript needs: paths,
+commands, error lines, identifiers, URLs, values, exit codes, and a small
+secret mask. Pure functions over strings and parsed tool arguments.
+
+They run over every text of long transcripts, so each one first checks a
+cheap necessary condition (a substring any match must hold) and anchors its
+regex on a character class rather than a look-behind, which lets the regex
+engine skip ahead instead of trying every position."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import string
+from collections.abc import Iterator
+from typing import Any
+
+# Re-exported: callers read every scanner from here.
+from ctxpack.facts.match import byte_view, collapse, dedupe, folded
+from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
+
+_URL_TRAIL = ".,;:!?*_"
+
+_UUID_RE = re.compile(
+    r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
+)
+# Hex ids are whole runs of 7-40 (a short or full SHA) or 64 (a sha256) hex
+# digits; a UUID starts with a run of 8. Runs are found on a view of the text
+# with every hex digit as "x".
+_HEX_VIEW = bytes(ord("x") if chr(i) in string.hexdigits else ord(" ") for i in range(256))
+_HEX_BEFORE = re.compile(r"[\w#-]")
+_HEX_AFTER = re.compile(r"[\w-]")
+
+_UNITS = (
+    r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
+    r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"
+)
+# A number with a unit, not preceded by a word character, "." or "$".
+_NUMBER_UNIT_RE = re.compile(rf"\d\d*(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%])")
+_NUMBER_BLOCKER = re.compile(r"[\w.$]")
+_DIGITS = re.compile(r"\d+")
+# Digits as "0", "." and "," as ".", spaces as " ", the first letters of the
+# units as "u", anything else as "-".
+_NUMBER_VIEW = (
+    bytes(
+        ord("0")
+        if chr(i).isdigit()
+        else ord(".")
+        if chr(i) in ".,"
+        else 32
+        if chr(i).isspace()
+        else ord("u")
+        if chr(i) in "%KMGTPbmnshdwHkclt"
+        else ord("-")
+        for i in range(128)
+    )
+    + b"-" * 128
+)
+# Thousands groups only: "$1,000," ends a clause, the comma is not part of it.
+# Not preceded by a word character.
+_MONEY_RE = re.compile(r"[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+_WORD_CHAR = re.compile(r"\w")
+# "the 1990s" is a decade, not thirty seconds.
+_DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
+
+_NOT = r"(?:don['’]t|do not|doesn['’]t|does not)"
+_DIRECTIVE_RE = re.compile(
+    rf"^(?:please\s+)?{_NOT}\b"  # imperative: "Don't touch the schema"
+    rf"|\bplease\s+{_NOT}\b"
+    rf"|\b(?:I|we)\s+(?:really\s+)?{_NOT}\s+(?:want|like|need)\b"  # stated preference
+    r"|\b(?:never|always|must|make sure)\b"
+    r"|\buse\b.{1,80}\binstead\b",
+    re.IGNORECASE,
+)
+# Every directive holds one of these (lowercased).
+_DIRECTIVE_HINTS = ("don", "doesn", "not", "never", "always", "must", "sure", "instead")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_SENTENCE = 300
+
+
+COMMAND_KEYS = ("command", "cmd", "script")
+PATH_KEYS = (
+    "file_path",
+    "path",
+    "filepath",
+    "filename",
+    "file",
+    "notebook_path",
+    "target_file",
+    "old_path",
+    "new_path",
+    "directory",
+    "dir",
+    "workdir",
+    "cwd",
+)
+# str_replace_editor-style tools reuse "command" for their own sub-commands.
+EDITOR_SUBCOMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "write"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powershell", "cmd"})
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+
+# Each secret shape with what any match of it contains, so most texts skip
+# the regexes: tried in this order.
+_SECRETS = (
+    (("sk-",), re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")),
+    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}")),
+    (("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    (("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    (("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    (
+        ("-----BEGIN ",),
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ),
+)
+_SECRET_ASSIGN_RE = re.compile(
+    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
+    r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+)
+_ASSIGN_HINTS = ("pass", "pwd", "secret", "key", "token")  # lowercased
+_BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}")
+MASK = "[masked]"
+
+
+def mask_secrets(text: str) -> str:
+    """Hide the obvious credential shapes; a deliberately small local mask."""
+    # Every shape above holds one of these.
+    if "sk-" in text or "gh" in text or "A" in text or "xox" in text or "-----" in text:
+        for hints, pattern in _SECRETS:
+            for hint in hints:
+                if hint in text:
+                    text = pattern.sub(MASK, text)
+                    break
+    lowered = folded(text)
+    if lowered is None or (
+        ("=" in text or ":" in text) and any(hint in lowered for hint in _ASSIGN_HINTS)
+    ):
+        text = _SECRET_ASSIGN_RE.sub(lambda mt: mt.group(1) + MASK, text)
+        lowered = folded(text)
+    if lowered is None or "bearer" in lowered:
+        text = _BEARER_RE.sub(lambda mt: mt.group(1) + MASK, text)
+    return text
+
+
+# ---- paths ---------------------------------------------------------------
+
+
+def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
+    out: list[str] = []
+    for key in PATH_KEYS:
+        value = args.get(key)
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, str) and looks_like_path(clean_path(item), spaces=True):
+                out.append(clean_path(item))
+    # A decoded value holds "*** " only if the raw JSON does, or escapes it.
+    if "*** " in raw or "\\u" in raw or not raw:
+        for value in [*(v for v in args.values() if isinstance(v, str)), raw]:
+            if "*** " in value:
+                out.extend(mt.group(1).strip() for mt in _PATCH_FILE_RE.finditer(value))
+    command = command_of(args)
+    if command:
+        out.extend(paths_in_command(command))
+    return dedupe(out)
+
+
+# ---- commands ------------------------------------------------------------
+
+
+def _join_argv(argv: list[str]) -> str:
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in _SHELL_FLAGS:
+        return " ".join(argv[2:]).strip()
+    return shlex.join(argv)
+
+
+def command_of(args: dict[str, Any]) -> str | None:
+    """The shell command a tool call ran, kept whole (multi-line included)."""
+    for key in COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            if key == "command" and value.strip() in EDITOR_SUBCOMMANDS:
+                continue
+            return value.strip()
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            joined = _join_argv(value)
+            if joined:
+                return joined
+    return None
+
+
+# ---- identifiers, urls, values, directives --------------------------------
+
+
+def identifiers_in(text: str) -> list[str]:
+    """UUIDs and hex ids with both digits and letters, in order."""
+    found: list[str] = []
+    view = byte_view(text, _HEX_VIEW)
+    start = view.find(b"xxxxxxx")
+    while start >= 0:
+        end = view.find(b" ", start)
+        end = len(view) if end < 0 else end
+        token = text[start:end]
+        if end - start == 8 and text.startswith("-", end):
+            uuid = _UUID_RE.match(text, start)
+            if uuid:
+                found.append(uuid.group(0))
+        elif (
+            (end - start <= 40 or end - start == 64)
+            and token.islower()
+            and not token.isalpha()
+            and not (start and _HEX_BEFORE.match(text, start - 1))
+            and not _HEX_AFTER.match(text, end)
+        ):
+            found.append(token)
+        start = view.find(b"xxxxxxx", end)
+    return dedupe(found)
+
+
+def urls_in(text: str) -> list[str]:
+    if "://" not in text:
+        return []
+    return dedupe(mt.group(0).rstrip(_URL_TRAIL) for mt in URL_RE.finditer(text))
+
+
+def values_in(text: str) -> list[str]:
+    out: list[tuple[int, str]] = []
+    if text.isascii():
+        _ascii_number_units(text, out)
+    else:
+        _number_units(text, 0, len(text), len(text), out)
+    if "$" in text or "€" in text or "£" in text:
+        pos = 0
+        while mt := _MONEY_RE.search(text, pos):
+            if mt.start() and _WORD_CHAR.match(text, mt.start() - 1):
+                pos = mt.start() + 1
+                continue
+            out.append((mt.start(), mt.group(0)))
+            pos = mt.end()
+        out.sort(key=lambda pair: pair[0])
+    return dedupe(value for _, value in out)
+
+
+def _number_units(text: str, pos: int, endpos: int, last: int, out: list[tuple[int, str]]) -> int:
+    """Numbers with units that start from `pos` up to `last` (searching up to
+    `endpos`), in order; where the next search starts."""
+    while mt := _NUMBER_UNIT_RE.search(text, pos, endpos):
+        start = mt.start()
+        if start > last:
+            break
+        if start and _NUMBER_BLOCKER.match(text, start - 1):
+            # No match can start inside this run of digits either.
+            digits = _DIGITS.match(text, start)
+            pos = digits.end() if digits else start + 1
+            continue
+        if not _DECADE_RE.match(mt.group(0)):
+            out.append((start, mt.group(0)))
+        pos = mt.end()
+    return pos
+
+
+def _ascii_number_units(text: str, out: list[tuple[int, str]]) -> None:
+    """_number_units over an ASCII text, looking only where a digit meets a
+    unit's first letter (at once or after one space): each match holds one."""
+    view = byte_view(text, _NUMBER_VIEW)
+    pos = 0
+    tight, spaced = view.find(b"0u"), view.find(b"0 u")
+    while tight >= 0 or spaced >= 0:
+        at = tight if spaced < 0 or 0 <= tight < spaced else spaced
+        if at == tight:
+            tight = view.find(b"0u", at + 1)
+        else:
+            spaced = view.find(b"0 u", at + 1)
+        if at < pos:
+            continue
+        # The number that ends at `at` starts after the last other character.
+        back = max(view.rfind(b" ", pos, at), view.rfind(b"u", pos, at), view.rfind(b"-", pos, at))
+        # A unit is at most 7 letters: the window also holds the character after.
+        end = min(len(text), at + 16)
+        pos = max(_number_units(text, max(pos, back + 1), end, at, out), at + 1)
+
+
+def sentences(text: str) -> Iterator[str]:
+    """Sentences and lines, whitespace-collapsed, produced as they are read."""
+    start = 0
+    for mt in _SENTENCE_SPLIT.finditer(text):
+        piece = collapse(text[start : mt.start()].strip(" \t-*#>"))
+        start = mt.end()
+        if piece:
+            yield piece
+    piece = collapse(text[start:].strip(" \t-*#>"))
+    if piece:
+        yield piece
+
+
+def directives_in(text: str) -> list[str]:
+    lowered = folded(text)
+    if lowered is not None and not any(hint in lowered for hint in _DIRECTIVE_HINTS):
+        return []
+    return dedupe(s for s in sentences(text) if len(s) <= MAX_SENTENCE and _DIRECTIVE_RE.search(s))

@@ -1,0 +1,1 @@
+"""The whole run: read, stages, write, archive, report."""

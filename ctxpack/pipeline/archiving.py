@@ -1,0 +1,98 @@
+"""Recording a finished run in the archive, so that it can be undone."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ctxpack import messages as m
+from ctxpack.archive.store import Archive
+from ctxpack.errors import CtxpackError
+from ctxpack.refs import Blob
+from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.pipeline.compaction import CompressSettings
+    from ctxpack.report import SessionReport
+
+
+def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
+    """The text of every original message the run replaced or removed: what the
+    refs in pruning placeholders point at."""
+    blobs: list[Blob] = []
+    for before, after in zip(original.sessions, result.sessions, strict=True):
+        kept = {id(msg) for msg in after.messages}
+        for msg in before.messages:
+            if id(msg) not in kept:
+                text = m.text(msg)
+                if text:
+                    blobs.append(text.encode("utf-8", "surrogatepass"))
+    return blobs
+
+
+def record_run(
+    *,
+    archive_path: str | None,
+    original: Transcript,
+    result: Transcript,
+    output_bytes: bytes,
+    extra_blobs: list[Blob],
+    settings: dict[str, Any],
+    report: dict[str, Any],
+) -> str | None:
+    """Store the run; None when nothing changed (there is nothing to undo)."""
+    if output_bytes == original.raw:
+        return None
+    with Archive.open(archive_path) as archive:
+        return archive.record_compaction(
+            source_path=original.path,
+            input_bytes=original.raw,
+            output_bytes=output_bytes,
+            blobs=[*replaced_texts(original, result), *extra_blobs],
+            settings=settings,
+            report=report,
+        )
+
+
+def settings_record(settings: CompressSettings) -> dict[str, Any]:
+    """What the archive keeps of the settings: never the API key."""
+    budget = settings.budget
+    return {
+        "context_length": budget.context_length,
+        "threshold": budget.threshold,
+        "target_ratio": budget.target_ratio,
+        "protect_first": budget.protect_first,
+        "protect_last": budget.protect_last,
+        "tail_tokens": budget.tail_tokens,
+        "force": settings.force,
+        "prune": settings.prune,
+        "prune_only": settings.prune_only,
+        "focus": settings.focus,
+        "redact": settings.redact,
+        "model": settings.llm.model if settings.llm else None,
+    }
+
+
+def archive_result(
+    sessions: list[SessionReport],
+    *,
+    archive_path: str | None,
+    original: Transcript,
+    result: Transcript,
+    output_bytes: bytes,
+    settings: dict[str, Any],
+    report: dict[str, Any],
+) -> None:
+    """Record the run; a failing archive costs reversibility, not the run: warn."""
+    try:
+        record_run(
+            archive_path=archive_path,
+            original=original,
+            result=result,
+            output_bytes=output_bytes,
+            extra_blobs=[blob for s in sessions for blob in s.blobs],
+            settings=settings,
+            report=report,
+        )
+    except CtxpackError as exc:
+        if sessions:
+            sessions[0].warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")

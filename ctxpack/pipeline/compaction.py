@@ -1,0 +1,353 @@
+"""The whole compaction: prune -> align -> summarize/update -> assemble (SPEC 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ctxpack import markers, toolpairs
+from ctxpack import messages as m
+from ctxpack.align.boundaries import plan_boundaries
+from ctxpack.align.budget import Budget
+from ctxpack.align.plan import AlignPlan
+from ctxpack.errors import UsageError
+from ctxpack.facts.extract import preserved_facts_section
+from ctxpack.formats import jsoncodec
+from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
+from ctxpack.redact import redact_messages
+from ctxpack.refs import ref_for
+from ctxpack.report import CompressReport, SessionReport
+from ctxpack.summarize.assemble import assemble, without_merged_summary
+from ctxpack.summarize.llm.settings import LLMSettings
+from ctxpack.summarize.offline.summarizer import OfflineSummarizer
+from ctxpack.summarize.protocol import SummaryRequest
+from ctxpack.summarize.stage import run_summary
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tokens.tally import tally
+from ctxpack.transcript import Message, Transcript
+
+# Share of the summary budget the summarizer may fill; the rest is room for
+# the preserved-facts section so the whole summary stays within budget.
+SUMMARY_SHARE = 0.85
+
+
+@dataclass(frozen=True)
+class CompressSettings:
+    budget: Budget = field(default_factory=Budget)
+    force: bool = False
+    prune: bool = True
+    prune_only: bool = False
+    min_savings: int = 0
+    focus: str | None = None
+    previous_summary: str | None = None
+    llm: LLMSettings | None = None
+    strict: bool = False
+    abort_on_failure: bool = False
+    # Mask secrets in the written transcript too, not only in LLM requests.
+    redact: bool = False
+
+
+def compress_messages(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    label: str = "",
+    last_timestamp: str | None = None,
+) -> tuple[list[Message], SessionReport]:
+    out, report = _compact(
+        messages,
+        counter=counter,
+        settings=settings,
+        label=label,
+        last_timestamp=last_timestamp,
+    )
+    if settings.redact:
+        out = redact_output(out, report=report, counter=counter)
+    return out, report
+
+
+def redact_output(
+    messages: list[Message], *, report: SessionReport, counter: TokenCounter
+) -> list[Message]:
+    """Messages with every secret masked; the same list when there was none."""
+    masked, count = redact_messages(messages)
+    if not count:
+        return messages
+    report.notes.append(f"masked {count} secret(s) in the output (--redact)")
+    report.after = tally(masked, counter=counter)
+    return masked
+
+
+def _compact(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    label: str,
+    last_timestamp: str | None,
+) -> tuple[list[Message], SessionReport]:
+    prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
+    plan = None
+    if settings.prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
+        # A large session is counted in child processes while pruning plans
+        # (planning needs no counts), rather than one after the other.
+        with counter.counting(messages):
+            plan = plan_prune(messages, counter=counter, settings=prune_settings)
+    before = tally(messages, counter=counter)
+    report = SessionReport(label=label, status="under-threshold", before=before, after=before)
+    threshold = settings.budget.threshold_tokens
+    if not settings.force and before.tokens < threshold:
+        report.notes.append(
+            f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
+        )
+        return messages, report
+
+    current = messages
+    if settings.prune:
+        pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
+        current = pruned.messages
+        _record_prune(report, pruned)
+        if pruned.applied and pruned.rows:
+            report.status = "pruned"
+        if settings.prune_only and counter.messages(current) < threshold:
+            report.notes.append("pruning alone brought it under the threshold (--prune-only)")
+            report.after = tally(current, counter=counter)
+            return current, report
+
+    before_summary = counter.messages(current)
+    out = summarize_messages(
+        current,
+        counter=counter,
+        settings=settings,
+        report=report,
+        last_timestamp=last_timestamp,
+    )
+    report.summary_saved = before_summary - counter.messages(out)
+    report.after = tally(out, counter=counter)
+    return out, report
+
+
+def summarize_messages(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    report: SessionReport,
+    last_timestamp: str | None = None,
+    plan: AlignPlan | None = None,
+    require_previous: bool = False,
+) -> list[Message]:
+    """Stages 2-4 and assembly on already-pruned messages."""
+    if plan is None:
+        plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
+    else:
+        plan.check(messages)
+    if require_previous and plan.previous_summary_index is None and not settings.previous_summary:
+        raise UsageError(
+            f"{report.label or 'transcript'}: no previous summary to update; "
+            "run `ctxpack summarize`, or pass --previous-summary FILE"
+        )
+    if not plan.compressible:
+        if report.status != "pruned":
+            report.status = "nothing-to-compress"
+        report.notes.append(plan.note or "nothing to compress")
+        return messages
+    prepared = prepare_request(
+        messages, plan=plan, counter=counter, settings=settings, last_timestamp=last_timestamp
+    )
+    head, middle, tail, request = prepared.head, prepared.middle, prepared.tail, prepared.request
+    budget_tokens = prepared.budget_tokens
+    report.updated_previous_summary = request.previous_summary is not None
+    result = run_summary(
+        request,
+        counter=counter,
+        llm=settings.llm,
+        strict=settings.strict,
+        abort_on_failure=settings.abort_on_failure,
+        offline=OfflineSummarizer(),
+    )
+    text = result.text.rstrip()
+    active = _active_request(messages, plan.latest_user_index, plan.head_end, plan.tail_start)
+    if active:
+        text = f"{text}\n\n{active}"
+    room = budget_tokens - counter.text(text)
+    # Calls that never got a result are stripped at assembly: keep their facts too.
+    _, unanswered = toolpairs.orphans(messages)
+    stripped = [
+        msg
+        for msg in (*head, *tail)
+        if any(m.call_id(call) in unanswered for call in m.tool_calls(msg))
+    ]
+    facts = preserved_facts_section(
+        [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
+    )
+    if facts:
+        text = f"{text}\n\n{facts}"
+    # The exact turns this summary replaces, for `ctxpack show` / restore.
+    source_turns = _jsonl(middle)
+    text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
+    first = not any(markers.has_system_note(msg) for msg in head)
+    out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    if counter.messages(out) >= counter.messages(messages):
+        # Compaction must never cost tokens: a middle this small stays verbatim.
+        report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
+        if report.status != "pruned":
+            report.status = "nothing-to-compress"
+        return messages
+    report.status = "compacted"
+    report.blobs.append(source_turns)
+    report.summary_tokens = counter.text(text)
+    report.summary_source = result.source
+    report.summary_model = result.model
+    report.warnings.extend(result.warnings)
+    return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A session cut into head, middle and tail, and the request for its middle."""
+
+    plan: AlignPlan
+    head: list[Message]
+    middle: list[Message]
+    tail: list[Message]
+    request: SummaryRequest
+    budget_tokens: int
+
+
+def prepare_request(
+    messages: list[Message],
+    *,
+    plan: AlignPlan,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    last_timestamp: str | None = None,
+) -> Prepared:
+    head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
+    previous = settings.previous_summary
+    old = plan.previous_summary(messages)
+    if old is not None:
+        previous = markers.summary_body(old)
+        # A summary merged into a turn gives that turn's own text back to the middle.
+        own = without_merged_summary(old)
+        kept = [own if msg is old else msg for msg in middle]
+        middle = [msg for msg in kept if msg is not None]
+    budget_tokens = settings.budget.summary_budget(counter.messages(middle))
+    request = SummaryRequest(
+        middle=middle,
+        budget_tokens=int(budget_tokens * SUMMARY_SHARE),
+        previous_summary=previous,
+        focus=settings.focus,
+        last_timestamp=last_timestamp,
+    )
+    return Prepared(plan, head, middle, tail, request, budget_tokens)
+
+
+def _jsonl(messages: list[Message]) -> bytearray:
+    """Messages as JSONL, built in place: a large middle is never held twice."""
+    out = bytearray()
+    for msg in messages:
+        out += jsoncodec.dumps(msg)
+        out += b"\n"
+    return out
+
+
+def _active_request(
+    messages: list[Message], latest_user: int | None, head_end: int, tail_start: int
+) -> str:
+    """When the latest user turn had to be compacted, say verbatim that it is still open."""
+    if latest_user is None or not head_end <= latest_user < tail_start:
+        return ""
+    ask = m.text(messages[latest_user]).strip()
+    if not ask:
+        return ""
+    return (
+        "The user's latest request was compacted into this record and is still the active "
+        f"request:\n> {ask.replace(chr(10), chr(10) + '> ')}"
+    )
+
+
+def _record_prune(report: SessionReport, result: PruneResult) -> None:
+    for row in result.rows:
+        if row.action == "dedupe":
+            report.deduplicated += 1
+        elif row.action == "shrink-args":
+            report.args_shrunk += 1
+        else:
+            report.pruned += 1
+    report.prune_saved = result.tokens_before - result.tokens_after if result.applied else 0
+    if not result.applied and result.rows:
+        report.warnings.append("pruning skipped: it would free less than --min-savings")
+
+
+def compress_transcript(
+    transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
+) -> tuple[Transcript, CompressReport]:
+    sessions = []
+    reports: list[SessionReport] = []
+    last_timestamp = transcript.layout.get("last_timestamp")
+    for number, session in enumerate(transcript.sessions):
+        messages, report = compress_messages(
+            session.messages,
+            counter=counter,
+            settings=settings,
+            label=session.label or f"#{number}",
+            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+        )
+        sessions.append(
+            session if messages is session.messages else session.with_messages(messages)
+        )
+        reports.append(report)
+    summary = CompressReport(
+        path=transcript.path,
+        format=transcript.format,
+        sessions=reports,
+        skipped_lines=transcript.skipped_lines,
+    )
+    return transcript.with_sessions(sessions), summary
+
+
+def summarize_transcript(
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    plans: list[AlignPlan] | None = None,
+    require_previous: bool = False,
+) -> tuple[Transcript, CompressReport]:
+    """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
+    sessions = []
+    reports: list[SessionReport] = []
+    last_timestamp = transcript.layout.get("last_timestamp")
+    for number, session in enumerate(transcript.sessions):
+        before = tally(session.messages, counter=counter)
+        report = SessionReport(
+            label=session.label or f"#{number}",
+            status="nothing-to-compress",
+            before=before,
+            after=before,
+        )
+        out = summarize_messages(
+            session.messages,
+            counter=counter,
+            settings=settings,
+            report=report,
+            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            plan=plans[number] if plans is not None else None,
+            require_previous=require_previous,
+        )
+        if out is not session.messages:
+            report.summary_saved = before.tokens - counter.messages(out)
+            report.after = tally(out, counter=counter)
+        if settings.redact:
+            out = redact_output(out, report=report, counter=counter)
+        sessions.append(session if out is session.messages else session.with_messages(out))
+        reports.append(report)
+    summary = CompressReport(
+        path=transcript.path,
+        format=transcript.format,
+        sessions=reports,
+        skipped_lines=transcript.skipped_lines,
+    )
+    return transcript.with_sessions(sessions), summary

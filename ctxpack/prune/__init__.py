@@ -1,0 +1,1 @@
+"""Stage 1: old tool output out, without an LLM."""

@@ -1,0 +1,392 @@
+"""Stage 1: prune old tool output without an LLM.
+
+Outside the protected head and tail, this stage
+  - turns older copies of an output repeated verbatim later into a short
+    "duplicate" note naming the later copy,
+  - replaces each old output longer than 200 characters, and each output a
+    later call made obsolete, by an informative one-liner,
+  - cuts long string values inside huge tool-call arguments.
+Message count, order, roles and tool-call ids never change; a message that is
+not changed stays the very same object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxpack import messages as m
+from ctxpack import toolpairs
+from ctxpack.align.budget import Budget
+from ctxpack.prune.argshrink import shrink_arguments
+from ctxpack.prune.oneliners import duplicate_note, is_pruned, one_liner
+from ctxpack.prune.supersede import Supersession, find_superseded
+from ctxpack.refs import ref_for_text
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tools import CallInfo, describe
+from ctxpack.transcript import Message, Transcript
+
+OUTPUT_CHARS = 200  # outputs longer than this are replaced by a one-liner
+DUPLICATE_CHARS = 200  # identical outputs at least this long are deduplicated
+ARGUMENT_CHARS = 500  # tool-call arguments longer than this are shrunk
+KEEP_CHARS = 200  # what is left of each long string value in shrunk arguments
+
+DEDUPE = "dedupe"
+SUMMARIZE = "summarize-output"
+SHRINK = "shrink-args"
+ACTIONS = (DEDUPE, SUMMARIZE, SHRINK)
+
+
+@dataclass(frozen=True)
+class PruneSettings:
+    budget: Budget = field(default_factory=Budget)
+    min_savings: int = 0
+    output_chars: int = OUTPUT_CHARS
+    duplicate_chars: int = DUPLICATE_CHARS
+    argument_chars: int = ARGUMENT_CHARS
+    keep_chars: int = KEEP_CHARS
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One message the stage changes (or would change), and why."""
+
+    index: int
+    role: str
+    tool: str
+    action: str
+    reason: str
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "role": self.role,
+            "tool": self.tool,
+            "action": self.action,
+            "reason": self.reason,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved": self.saved,
+        }
+
+
+@dataclass
+class PruneResult:
+    messages: list[Message]
+    rows: list[PlanRow]
+    tokens_before: int
+    tokens_after: int
+    saved: int
+    applied: bool
+    head_end: int  # messages[:head_end] are the protected head
+    tail_start: int  # messages[tail_start:] are the protected tail
+    # What the plan frees; equals `saved` unless the min-savings gate held it back.
+    planned_saved: int = 0
+    note: str = ""
+
+    def actions(self) -> dict[str, int]:
+        counts = dict.fromkeys(ACTIONS, 0)
+        for row in self.rows:
+            counts[row.action] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "note": self.note,
+            "messages": len(self.messages),
+            "head_end": self.head_end,
+            "tail_start": self.tail_start,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved": self.saved,
+            "planned_saved": self.planned_saved,
+            "actions": self.actions(),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+def head_end(messages: list[Message], protect_first: int) -> int:
+    """End of the head: leading system messages plus the first `protect_first` others."""
+    index = seen = 0
+    while index < len(messages):
+        if m.role(messages[index]) not in ("system", "developer"):
+            if seen >= protect_first:
+                break
+            seen += 1
+        index += 1
+    return index
+
+
+def tail_start(messages: list[Message], *, counter: TokenCounter, budget: Budget, head: int) -> int:
+    """Start of the tail: as many messages from the end as fit the tail budget,
+    and never fewer than `protect_last`."""
+    start, total = len(messages), 0
+    while start > head:
+        tokens = counter.message(messages[start - 1])
+        if total + tokens > budget.tail_budget:
+            break
+        total += tokens
+        start -= 1
+    return max(head, min(start, len(messages) - budget.protect_last))
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What pruning would replace: (index, (replacement, action, tool, reason))
+    for each planned message between the protected head and tail."""
+
+    head: int
+    tail: int
+    plans: list[tuple[int, tuple[Message, str, str, str]]]
+
+
+def plan_prune(
+    messages: list[Message], *, counter: TokenCounter, settings: PruneSettings
+) -> PrunePlan:
+    """The plan, with no token counts needed but the tail's: it can be made
+    while the session is counted in child processes (TokenCounter.counting)."""
+    head = head_end(messages, settings.budget.protect_first)
+    tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
+    return PrunePlan(head, tail, _plans(messages, head, tail, settings))
+
+
+def prune_messages(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: PruneSettings,
+    plan: PrunePlan | None = None,
+) -> PruneResult:
+    """Prune one session, by `plan` when the caller already made it."""
+    if plan is None:
+        with counter.counting(messages):
+            plan = plan_prune(messages, counter=counter, settings=settings)
+    head, tail, plans = plan.head, plan.tail, plan.plans
+    # Placeholders are counted together: on several cores when there are many.
+    counter.prime([planned[0] for _, planned in plans])
+    out = list(messages)
+    rows: list[PlanRow] = []
+    for index, (new, action, tool, reason) in plans:
+        msg = messages[index]
+        before, after = counter.message(msg), counter.message(new)
+        if after >= before:
+            continue
+        out[index] = new
+        rows.append(PlanRow(index, m.role(msg), tool, action, reason, before, after))
+    return _result(messages, out, rows, head, tail, counter, settings)
+
+
+def _plans(
+    messages: list[Message], head: int, tail: int, settings: PruneSettings
+) -> list[tuple[int, tuple[Message, str, str, str]]]:
+    """(index, (replacement, action, tool, reason)) of every message planned."""
+    links = toolpairs.link_results(messages)
+    infos = {i: _info(messages[i], links.get(i)) for i, msg in enumerate(messages) if _is_out(msg)}
+    superseded = find_superseded(infos)
+    duplicates = _duplicates(messages, settings.duplicate_chars)
+    plans: list[tuple[int, tuple[Message, str, str, str]]] = []
+    for index in range(head, tail):
+        msg = messages[index]
+        if _is_out(msg):
+            planned = _plan_output(
+                msg,
+                index=index,
+                use=links.get(index),
+                info=infos[index],
+                later_copy=duplicates.get(index),
+                stale=superseded.get(index),
+                settings=settings,
+            )
+        elif m.role(msg) == "assistant":
+            planned = _plan_arguments(msg, settings)
+        else:
+            continue
+        if planned is not None:
+            plans.append((index, planned))
+    return plans
+
+
+def _result(
+    messages: list[Message],
+    out: list[Message],
+    rows: list[PlanRow],
+    head: int,
+    tail: int,
+    counter: TokenCounter,
+    settings: PruneSettings,
+) -> PruneResult:
+    before = counter.messages(messages)
+    planned = sum(row.saved for row in rows)
+    if not rows:
+        note = "nothing to prune outside the protected head and tail"
+        return PruneResult(list(messages), rows, before, before, 0, False, head, tail, 0, note)
+    if planned < settings.min_savings:
+        note = (
+            f"pruning would free {planned:,} tokens, under the minimum of "
+            f"{settings.min_savings:,}; left unchanged"
+        )
+        return PruneResult(
+            list(messages), rows, before, before, 0, False, head, tail, planned, note
+        )
+    note = f"{len(rows):,} messages pruned"
+    return PruneResult(
+        out, rows, before, before - planned, planned, True, head, tail, planned, note
+    )
+
+
+def prune_transcript(
+    transcript: Transcript, *, counter: TokenCounter, settings: PruneSettings
+) -> tuple[Transcript, list[PruneResult]]:
+    """Prune every session; sessions left as they were keep their identity."""
+    results = [
+        prune_messages(session.messages, counter=counter, settings=settings)
+        for session in transcript.sessions
+    ]
+    sessions = [
+        session.with_messages(result.messages) if result.applied else session
+        for session, result in zip(transcript.sessions, results, strict=True)
+    ]
+    return transcript.with_sessions(sessions), results
+
+
+def totals(results: list[PruneResult]) -> dict[str, Any]:
+    """The numbers of several sessions added up."""
+    actions = dict.fromkeys(ACTIONS, 0)
+    for result in results:
+        for action, count in result.actions().items():
+            actions[action] += count
+    return {
+        "sessions": len(results),
+        "applied": any(r.applied for r in results),
+        "messages_changed": sum(len(r.rows) for r in results if r.applied),
+        "tokens_before": sum(r.tokens_before for r in results),
+        "tokens_after": sum(r.tokens_after for r in results),
+        "saved": sum(r.saved for r in results),
+        "planned_saved": sum(r.planned_saved for r in results),
+        "actions": actions,
+    }
+
+
+def _is_out(msg: Message) -> bool:
+    return m.is_tool_result(msg)
+
+
+def _info(msg: Message, use: toolpairs.ToolUse | None) -> CallInfo:
+    if use is not None:
+        return describe(use.name, use.arguments)
+    name = msg.get("name")
+    return describe(name if isinstance(name, str) else "", "")
+
+
+def _duplicates(messages: list[Message], min_chars: int) -> dict[int, int]:
+    """Map each output repeated verbatim later to the index of its last copy."""
+    last: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for index in range(len(messages) - 1, -1, -1):
+        msg = messages[index]
+        if not _is_out(msg) or m.image_count(msg):
+            continue
+        body = m.text(msg)
+        if len(body) < min_chars or is_pruned(body):
+            continue
+        if body in last:
+            out[index] = last[body]
+        else:
+            last[body] = index
+    return out
+
+
+def _plan_output(
+    msg: Message,
+    *,
+    index: int,
+    use: toolpairs.ToolUse | None,
+    info: CallInfo,
+    later_copy: int | None,
+    stale: Supersession | None,
+    settings: PruneSettings,
+) -> tuple[Message, str, str, str] | None:
+    body = m.text(msg)
+    if is_pruned(body):
+        return None
+    tool = info.name
+    if later_copy is not None:
+        reason = f"same output as #{later_copy}"
+        if stale is not None:
+            reason += f"; {stale.reason}"
+        note = duplicate_note(later=later_copy, label=info.label, chars=len(body))
+        return {**msg, "content": f"{note}; {ref_for_text(body)}"}, DEDUPE, tool, reason
+    if stale is None and len(body) <= settings.output_chars:
+        return None
+    line = one_liner(
+        name=use.name if use else tool,
+        arguments=use.arguments if use else "",
+        output=body,
+        is_error=_is_error(msg),
+        images=m.image_count(msg),
+        info=info,
+    )
+    reason = stale.reason if stale is not None else f"old output, {len(body):,} chars"
+    # The ref lets `ctxpack show` print the full output from the archive.
+    return {**msg, "content": f"{line}; full: {ref_for_text(body)}"}, SUMMARIZE, tool, reason
+
+
+def _is_error(msg: Message) -> bool:
+    if msg.get("is_error") is True:
+        return True
+    content = msg.get("content")
+    if isinstance(content, list):
+        return any(isinstance(p, dict) and p.get("is_error") is True for p in content)
+    return False
+
+
+def _plan_arguments(msg: Message, settings: PruneSettings) -> tuple[Message, str, str, str] | None:
+    names: list[str] = []
+    largest = 0
+    calls = msg.get("tool_calls")
+    new_calls: list[Any] = []
+    calls_changed = False
+    if isinstance(calls, list):
+        for call in calls:
+            shrunk = _shrunk(m.call_arguments(call), settings) if isinstance(call, dict) else None
+            if shrunk is None:
+                new_calls.append(call)
+                continue
+            calls_changed = True
+            names.append(m.call_name(call))
+            largest = max(largest, len(m.call_arguments(call)))
+            new_calls.append({**call, "function": {**call["function"], "arguments": shrunk}})
+    legacy = m.legacy_function_call(msg)
+    new_legacy = None
+    if legacy is not None and isinstance(legacy.get("arguments"), str):
+        shrunk = _shrunk(legacy["arguments"], settings)
+        if shrunk is not None:
+            name = legacy.get("name")
+            names.append(name if isinstance(name, str) else "")
+            largest = max(largest, len(legacy["arguments"]))
+            new_legacy = {**legacy, "arguments": shrunk}
+    if not names:
+        return None
+    new = dict(msg)
+    if calls_changed:
+        new["tool_calls"] = new_calls
+    if new_legacy is not None:
+        new["function_call"] = new_legacy
+    reason = (
+        f"arguments of {largest:,} chars; strings cut to {settings.keep_chars} chars"
+        if len(names) == 1
+        else f"{len(names)} calls' arguments (up to {largest:,} chars); "
+        f"strings cut to {settings.keep_chars} chars"
+    )
+    return new, SHRINK, ", ".join(n or "?" for n in names), reason
+
+
+def _shrunk(arguments: str, settings: PruneSettings) -> str | None:
+    return shrink_arguments(arguments, max_chars=settings.argument_chars, keep=settings.keep_chars)

@@ -1,0 +1,1 @@
+"""Stages 3 and 4: the record of the compacted middle, and its assembly."""

@@ -1,0 +1,128 @@
+"""Assembly: head + summary message + tail, with roles that keep alternating,
+a one-time note on the system message, and tool pairs made whole again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxpack import messages as m
+from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX, SYSTEM_NOTE, has_system_note
+from ctxpack.summarize.sanitize import sanitize_tool_pairs
+from ctxpack.transcript import Message
+
+SYSTEM_ROLES = ("system", "developer")
+RESULT_ROLES = ("tool", "function")
+_PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
+
+
+@dataclass
+class Assembly:
+    messages: list[Message]
+    # Where the summary ended up: its own message, or the tail message it was merged into.
+    summary_index: int
+    role: str
+    merged: bool
+    system_note_added: bool
+    sanitizer_notes: list[str] = field(default_factory=list)
+
+
+def summary_block(summary: str) -> str:
+    """The summary as it appears in the transcript: prefix, body, end marker."""
+    body = summary.strip()
+    if not body:
+        raise ValueError("refusing to assemble an empty summary")
+    return f"{SUMMARY_PREFIX}\n\n{body}\n\n{SUMMARY_END}"
+
+
+def assemble(
+    *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
+) -> list[Message]:
+    return assemble_detail(
+        head=head, summary=summary, tail=tail, first_compaction=first_compaction
+    ).messages
+
+
+def assemble_detail(
+    *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
+) -> Assembly:
+    block = summary_block(summary)
+    head, noted = _note_system(head) if first_compaction else (head, False)
+    role = summary_role(head, tail)
+    merged = role is None
+    if role is None:
+        # Either role would sit next to a message of the same role: the
+        # summary rides along in the first tail message instead.
+        out = [*head, {**tail[0], "content": _append_text(tail[0].get("content"), block)}]
+        out.extend(tail[1:])
+        role = m.role(tail[0])
+    else:
+        out = [*head, {"role": role, "content": block}, *tail]
+    position = len(head)
+    # The sanitizer only ever drops tool results, so the summary is still the
+    # same-numbered message among the others.
+    rank = sum(1 for msg in out[:position] if m.role(msg) not in RESULT_ROLES)
+    clean, notes = sanitize_tool_pairs(out)
+    kept = [i for i, msg in enumerate(clean) if m.role(msg) not in RESULT_ROLES]
+    return Assembly(
+        messages=clean,
+        summary_index=kept[rank],
+        role=role,
+        merged=merged,
+        system_note_added=noted,
+        sanitizer_notes=notes,
+    )
+
+
+def summary_role(head: list[Message], tail: list[Message]) -> str | None:
+    """The role of a standalone summary between head and tail; None: merge it."""
+    last = m.role(head[-1]) if head else ""
+    only_system = all(m.role(msg) in SYSTEM_ROLES for msg in head)
+    role = "user" if only_system or last in ("assistant", *RESULT_ROLES) else "assistant"
+    if tail and m.role(tail[0]) == role:
+        flipped = "assistant" if role == "user" else "user"
+        if flipped == last:
+            return None
+        role = flipped
+    return role
+
+
+def _note_system(head: list[Message]) -> tuple[list[Message], bool]:
+    """The head with the compaction note on its first system message (once only)."""
+    if any(has_system_note(msg) for msg in head):
+        return head, False
+    for i, msg in enumerate(head):
+        if m.role(msg) in SYSTEM_ROLES:
+            noted = {**msg, "content": _append_text(msg.get("content"), SYSTEM_NOTE)}
+            return [*head[:i], noted, *head[i + 1 :]], True
+    return head, False
+
+
+def _append_text(content: Any, text: str) -> Any:
+    """Content with `text` after what was there (a new text part for part lists)."""
+    if isinstance(content, list):
+        return [*content, {"type": "text", "text": text}]
+    if isinstance(content, str) and content.strip():
+        return f"{content}\n\n{text}"
+    return text
+
+
+def without_merged_summary(msg: Message) -> Message | None:
+    """A message whose content had our summary merged into it, as it was before
+    the merge; None when the message is nothing but a summary."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        start = content.find(_PREFIX_HEAD)
+        own = content[:start].rstrip() if start >= 0 else content
+        if own.strip():
+            return {**msg, "content": own}
+        return {**msg, "content": None} if m.tool_calls(msg) else None
+    if isinstance(content, list):
+        parts = [p for p in content if not (isinstance(p, dict) and _is_block(p.get("text")))]
+        rest = {**msg, "content": parts}
+        return rest if m.has_visible_text(rest) or m.tool_calls(rest) else None
+    return None
+
+
+def _is_block(text: Any) -> bool:
+    return isinstance(text, str) and text.lstrip().startswith(_PREFIX_HEAD)

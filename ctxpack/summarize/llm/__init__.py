@@ -1,0 +1,1 @@
+"""The LLM summarizer: any OpenAI-compatible endpoint."""

@@ -1,0 +1,158 @@
+"""Fitting candidate items into the template within a token budget.
+
+Each section offers items most important first. Items about the focus topic
+go in first, then every section gets its share of the budget, then what is
+left goes round the sections in proportion to their shares. Sections that lost items
+end with a "(+N more)" line. The final text is counted exactly and trimmed
+from the least important item added until it fits."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.template import COMPLETED_ACTIONS, render
+from ctxpack.tokens.counter import TokenCounter
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    order: int = 0  # position when displayed (lower first); ties keep priority order
+
+
+SHARES = {
+    "Historical Task Snapshot": 0.05,
+    "Goal": 0.05,
+    "Constraints & Preferences": 0.07,
+    "Completed Actions": 0.22,
+    "Active State": 0.08,
+    "Historical In-Progress State": 0.04,
+    "Blocked": 0.08,
+    "Key Decisions": 0.05,
+    "Resolved Questions": 0.04,
+    "Historical Pending User Asks": 0.05,
+    "Relevant Files": 0.14,
+    "Historical Remaining Work": 0.05,
+    "Critical Context": 0.08,
+}
+PRIORITY = (
+    "Historical Task Snapshot",
+    "Goal",
+    "Constraints & Preferences",
+    "Blocked",
+    "Active State",
+    "Completed Actions",
+    "Relevant Files",
+    "Historical Pending User Asks",
+    "Historical In-Progress State",
+    "Critical Context",
+    "Key Decisions",
+    "Historical Remaining Work",
+    "Resolved Questions",
+)
+_MORE_RESERVE = 8
+
+
+def more_line(heading: str, count: int) -> str:
+    if heading == COMPLETED_ACTIONS:
+        return f"- (+{count} other actions not shown)"
+    return f"- (+{count} more)"
+
+
+def focus_terms(focus: str | None) -> list[str]:
+    if not focus or not focus.strip():
+        return []
+    words = [w for w in focus.lower().split() if len(w) >= 3]
+    return [focus.lower().strip(), *words]
+
+
+def mentions(text: str, terms: Sequence[str]) -> bool:
+    lowered = text.lower()
+    return any(term in lowered for term in terms)
+
+
+def assemble(candidates: Mapping[str, Sequence[Item]], chosen: Mapping[str, Sequence[int]]) -> str:
+    sections: dict[str, list[str]] = {}
+    for heading in HEADINGS:
+        items = candidates.get(heading, ())
+        picked = sorted(chosen.get(heading, ()), key=lambda i: (items[i].order, i))
+        lines = [items[i].text for i in picked]
+        omitted = len(items) - len(picked)
+        if omitted and picked:
+            more = more_line(heading, omitted)
+            lines = [more, *lines] if heading == COMPLETED_ACTIONS else [*lines, more]
+        elif omitted:
+            lines = [more_line(heading, omitted)]
+        sections[heading] = lines
+    return render(sections)
+
+
+def fit(
+    candidates: Mapping[str, Sequence[Item]],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    focus: str | None = None,
+) -> tuple[str, list[str]]:
+    """The rendered summary within `budget` tokens, and any warnings."""
+    skeleton = render({})
+    warnings: list[str] = []
+    costs = {h: [counter.text(item.text) + 1 for item in candidates.get(h, ())] for h in HEADINGS}
+    crowded = sum(1 for h in HEADINGS if costs[h])
+    room = budget - counter.text(skeleton) - _MORE_RESERVE * crowded
+    chosen: dict[str, list[int]] = {h: [] for h in HEADINGS}
+    added: list[tuple[str, int]] = []
+    taken: set[tuple[str, int]] = set()
+    used = 0
+
+    def take(heading: str, index: int) -> None:
+        nonlocal used
+        chosen[heading].append(index)
+        added.append((heading, index))
+        taken.add((heading, index))
+        used += costs[heading][index]
+
+    terms = focus_terms(focus)
+    if terms:
+        for heading in PRIORITY:
+            for i, item in enumerate(candidates.get(heading, ())):
+                if mentions(item.text, terms) and used + costs[heading][i] <= room:
+                    take(heading, i)
+    for heading in PRIORITY:
+        share = room * SHARES[heading]
+        spent = sum(costs[heading][i] for i in chosen[heading])
+        for i, cost in enumerate(costs[heading]):
+            if (heading, i) in taken:
+                continue
+            if spent + cost > share or used + cost > room:
+                break
+            take(heading, i)
+            spent += cost
+    # What is left goes round the sections, each taking items in proportion to
+    # its share per round, so no section with material is starved.
+    queues = {h: deque(i for i in range(len(costs[h])) if (h, i) not in taken) for h in PRIORITY}
+    smallest = min(SHARES.values())
+    while any(queues.values()):
+        for heading in PRIORITY:
+            for _ in range(max(1, round(SHARES[heading] / smallest))):
+                if not queues[heading]:
+                    break
+                i = queues[heading].popleft()
+                if used + costs[heading][i] <= room:
+                    take(heading, i)
+    text = assemble(candidates, chosen)
+    while counter.text(text) > budget and added:
+        heading, index = added.pop()
+        chosen[heading].remove(index)
+        text = assemble(candidates, chosen)
+    if counter.text(text) > budget:
+        text = skeleton
+    if counter.text(text) > budget:
+        warnings.append(
+            f"summary budget of {budget} tokens is below the bare template "
+            f"({counter.text(skeleton)} tokens); wrote the headings only"
+        )
+    return text, warnings

@@ -1,0 +1,294 @@
+"""Reading the structure of a middle: tool actions with their outcomes, user
+asks and questions, what the assistant said it decided or would do next."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import islice
+
+from ctxpack import messages as m
+from ctxpack.facts.extract import FactCollector, Facts, remembered_facts, start_memo
+from ctxpack.facts.match import collapse, folded
+from ctxpack.facts.text import sentences
+from ctxpack.markers import is_summary
+from ctxpack.summarize.offline.actions import Action, clip, make_action
+from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
+from ctxpack.transcript import Message
+
+_SESSION_RE = re.compile(r"Process running with session ID (\d+)")
+_WRAPPER_ASK = re.compile(r"^<([\w-]+)>[\s\S]*</\1>$")
+_DECISION_RE = re.compile(
+    r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
+    r"|I chose|switching to|opted for|I['’]ll go with)\b",
+    re.IGNORECASE,
+)
+_NEXT_RE = re.compile(
+    r"\b(?:next(?: steps?|,| I\b| we\b| up\b)|then I['’]ll|then I will|still need|need to"
+    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b",
+    re.IGNORECASE,
+)
+MAX_ASK = 300
+MAX_QUOTE = 240
+
+
+class Ask:
+    """A user's ask: where it was, its text, and the first sentence of the
+    assistant's next visible text (None if there is none). Both texts are
+    clipped when first read: most asks of a long middle are never shown."""
+
+    __slots__ = ("_limit", "_raw", "_replies", "_text", "index")
+
+    def __init__(self, index: int, raw: str, limit: int, replies: _Replies) -> None:
+        self.index = index
+        self._raw, self._limit, self._replies = raw, limit, replies
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = clip(self._raw, self._limit)
+        return self._text
+
+    @property
+    def reply(self) -> str | None:
+        return self._replies.after(self.index)
+
+    @property
+    def answered(self) -> bool:
+        """The assistant wrote something visible after it."""
+        return self._replies.next_of(self.index) is not None
+
+    def __repr__(self) -> str:
+        return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"
+
+
+@dataclass
+class Scan:
+    actions: list[Action] = field(default_factory=list)
+    asks: list[Ask] = field(default_factory=list)
+    questions: list[Ask] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    last_note: str | None = None
+    workdir: str | None = None
+    file_marks: dict[str, list[str]] = field(default_factory=dict)
+    file_touch: dict[str, int] = field(default_factory=dict)
+    facts: Facts = field(default_factory=Facts)
+    replied: bool = False
+
+
+def scan(middle: list[Message]) -> Scan:
+    result = Scan()
+    start_memo()
+    facts = FactCollector()
+    texts = [m.text(msg) for msg in middle]
+    answers = _result_indexes(middle)
+    replies = _Replies(middle, texts)
+    said = _Said()
+    # A command still running (Codex exec sessions) finishes in a later poll of
+    # its session: the poll's output is that command's outcome.
+    sessions: dict[str, tuple[ToolUse, Action]] = {}
+    for index, msg in enumerate(middle):
+        role = m.role(msg)
+        body = texts[index]
+        uses = (
+            [(use, parse_arguments(use.arguments)) for use in calls_of(msg, index)]
+            if "tool_calls" in msg or "function_call" in msg
+            else []
+        )
+        facts.add(remembered_facts(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
+        if role == "assistant":
+            _read_assistant(result, said, index, body)
+            for use, args in uses:
+                workdir = args.get("workdir")
+                if isinstance(workdir, str) and workdir.strip():
+                    result.workdir = workdir.strip()
+                found = answers.get(use, [])
+                outputs = [middle[i] for i in found]
+                output = "\n".join(texts[i] for i in found)
+                polled = sessions.get(str(args.get("session_id", "")))
+                if polled is not None:
+                    _finish_session(result, sessions, polled, outputs, output)
+                    continue
+                action = _add_action(
+                    result,
+                    make_action(use, outputs, seen=result.file_marks, args=args, output=output),
+                )
+                session = _SESSION_RE.search(output[:400])
+                if action.pending and session:
+                    sessions[session.group(1)] = (use, action)
+        elif role == "user" and not m.is_tool_result(msg):
+            _read_user(result, replies, index, msg, body)
+    result.facts = facts.facts()
+    result.last_note = _last_note(said.bodies)
+    return result
+
+
+class _Replies:
+    """The first sentence of the assistant's next visible text after a turn."""
+
+    def __init__(self, middle: list[Message], texts: list[str]) -> None:
+        self._texts = texts
+        self._next: list[int | None] = [None] * len(middle)
+        upcoming: int | None = None
+        for index in range(len(middle) - 1, -1, -1):
+            self._next[index] = upcoming
+            text = texts[index]
+            if m.role(middle[index]) == "assistant" and text and not text.isspace():
+                upcoming = index
+        self._clipped: dict[int, str] = {}
+
+    def next_of(self, index: int) -> int | None:
+        return self._next[index]
+
+    def after(self, index: int) -> str | None:
+        found = self._next[index]
+        if found is None:
+            return None
+        if found not in self._clipped:
+            self._clipped[found] = clip(next(sentences(self._texts[found]), ""), 160)
+        return self._clipped[found]
+
+
+class _Said:
+    """What the assistant wrote so far: its texts, and the keys of the
+    decisions and next steps already recorded (each is kept once)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+        self.decisions: set[str] = set()
+        self.next_steps: set[str] = set()
+
+    @staticmethod
+    def add(items: list[str], out: list[str], seen: set[str]) -> None:
+        for item in items:
+            key = collapse(item)
+            if key and key not in seen:
+                seen.add(key)
+                out.append(item)
+
+
+def _finish_session(
+    result: Scan,
+    sessions: dict[str, tuple[ToolUse, Action]],
+    polled: tuple[ToolUse, Action],
+    outputs: list[Message],
+    output: str,
+) -> None:
+    use, action = polled
+    update = make_action(use, outputs, seen=result.file_marks, output=output)
+    if update.pending:
+        return
+    for key, value in list(sessions.items()):
+        if value[1] is action:
+            del sessions[key]
+    action.pending, action.failed, action.outcome = False, update.failed, update.outcome
+    action.exit, action.tests = update.exit, update.tests
+
+
+def _result_indexes(middle: list[Message]) -> dict[ToolUse, list[int]]:
+    out: dict[ToolUse, list[int]] = {}
+    for result_index, use in link_results(middle).items():
+        out.setdefault(use, []).append(result_index)
+    return out
+
+
+def _read_user(result: Scan, replies: _Replies, index: int, msg: Message, text: str) -> None:
+    body = text.strip()
+    if (
+        not body
+        or body.startswith("[Request ")
+        or (body.startswith("<") and _WRAPPER_ASK.match(body))
+        or is_summary(msg)
+    ):
+        return
+    result.asks.append(Ask(index, body, MAX_ASK, replies))
+    if "?" not in body:
+        return
+    for sentence in sentences(body):
+        if sentence.endswith("?") and len(sentence) <= MAX_QUOTE:
+            result.questions.append(Ask(index, sentence, MAX_QUOTE, replies))
+
+
+def _read_assistant(result: Scan, said: _Said, index: int, body: str) -> None:
+    if not body or body.isspace():
+        return
+    result.replied = True
+    said.bodies.append(body)
+    if not _maybe_said(collapse(body)):
+        return
+    decisions: list[str] = []
+    next_steps: list[str] = []
+    last_ask = result.asks[-1].index if result.asks else -1
+    for sentence in sentences(body):
+        if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
+            continue
+        quoted = clip(sentence, MAX_QUOTE)
+        if _DECISION_RE.search(quoted):
+            decisions.append(quoted)
+        if index > last_ask and _NEXT_RE.search(quoted):
+            next_steps.append(quoted)
+    said.add(decisions, result.decisions, said.decisions)
+    said.add(next_steps, result.next_steps, said.next_steps)
+
+
+def _maybe_said(text: str) -> bool:
+    """Whether collapsed `text` may hold a decision or a next step: it holds
+    one of the phrases of the two patterns (lowercased; no word boundaries, as
+    a quote cut short can end right after one)."""
+    t = folded(text)
+    return t is None or (
+        ("use" in t and ("ll use" in t or "will use" in t))
+        or "m using" in t
+        or "decided" in t
+        or "instead of" in t
+        or "going with" in t
+        or "chose" in t
+        or "switching to" in t
+        or "opted for" in t
+        or "ll go with" in t
+        or (
+            "next" in t
+            and (
+                "next step" in t
+                or "next," in t
+                or "next i" in t
+                or "next we" in t
+                or "next up" in t
+            )
+        )
+        or "then i" in t
+        or "still need" in t
+        or "need to" in t
+        or "left to do" in t
+        or "remaining " in t
+        or "todo" in t
+    )
+
+
+def _last_note(bodies: list[str]) -> str | None:
+    """The first two quotable sentences of the last assistant text that has any."""
+    for body in reversed(bodies):
+        said = list(
+            islice((clip(s, MAX_QUOTE) for s in sentences(body) if len(s) <= 2 * MAX_QUOTE), 2)
+        )
+        if said:
+            return " ".join(said)
+    return None
+
+
+def _add_action(result: Scan, action: Action) -> Action:
+    for path in action.paths:
+        result.file_touch[path] = action.index
+        marks = result.file_marks.setdefault(path, [])
+        if action.mark and action.mark not in marks:
+            marks.append(action.mark)
+    prev = result.actions[-1] if result.actions else None
+    if prev and (prev.key, prev.tool, prev.pending) == (action.key, action.tool, action.pending):
+        prev.count += 1
+        prev.outcome, prev.failed = action.outcome, action.failed
+        prev.tests, prev.exit, prev.index = action.tests, action.exit, action.index
+        return prev
+    result.actions.append(action)
+    return action

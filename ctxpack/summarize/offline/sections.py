@@ -1,0 +1,211 @@
+"""Candidate items for every template section, built from a scan of the
+middle. Each list is most important first; wording is past tense so old asks
+read as history, not as orders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxpack.facts.match import collapse
+from ctxpack.facts.text import mask_secrets
+from ctxpack.summarize.offline.actions import Action, clip
+from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.scan import Scan
+from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
+
+MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
+MENTIONED = "mentioned"
+VALUES_PER_LINE = 8
+RECENT_COMMANDS = 3
+OTHER_ASKS = 5
+LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
+PROGRESS_MARK = " tool actions were recorded"
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
+
+
+def when(date: str | None) -> str:
+    return f"As of {date}" if date else "At compaction time"
+
+
+def build(scan: Scan, *, date: str | None, focus: str | None, start: int) -> dict[str, list[Item]]:
+    sections = _sections(scan, date, focus, start)
+    for heading, items in sections.items():
+        if heading != COMPLETED_ACTIONS:
+            sections[heading] = unique(items)
+    return sections
+
+
+def unique(*groups: Sequence[Item]) -> list[Item]:
+    """Items in order, each text once (compared without marker or case)."""
+    seen: set[str] = set()
+    out = []
+    for group in groups:
+        for item in group:
+            key = item_key(item.text)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _sections(scan: Scan, date: str | None, focus: str | None, start: int) -> dict[str, list[Item]]:
+    done = [a for a in scan.actions if not a.pending]
+    numbered = list(enumerate(done, start))
+    return {
+        "Historical Task Snapshot": _snapshot(scan, date, focus, done),
+        "Goal": _goal(scan),
+        "Constraints & Preferences": [
+            Item(f"- The user said: {quote(mask_secrets(d))}") for d in scan.facts.directives
+        ],
+        "Completed Actions": [
+            Item(f"{n}. {action.line()}", order=n) for n, action in reversed(numbered)
+        ],
+        "Active State": _active(scan, done),
+        "Historical In-Progress State": _in_progress(scan),
+        "Blocked": _blocked(done),
+        "Key Decisions": [
+            Item(f"- The assistant stated: {quote(d)}") for d in reversed(scan.decisions)
+        ],
+        "Resolved Questions": [
+            Item(f"- Q: {quote(q.text)} — A: {quote(q.reply)}")
+            for q in reversed(scan.questions)
+            if q.reply
+        ],
+        "Historical Pending User Asks": _pending(scan),
+        "Relevant Files": file_items(file_marks(scan)),
+        "Historical Remaining Work": [
+            Item(f"- The assistant planned: {quote(s)}") for s in reversed(scan.next_steps)
+        ],
+        "Critical Context": _context(scan),
+    }
+
+
+def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action]) -> list[Item]:
+    items = []
+    if scan.asks:
+        ask = quote(scan.asks[-1].text)
+        items.append(Item(f"- {when(date)}, the latest user request in these turns was: {ask}"))
+    if done:
+        failed = sum(1 for a in done if a.failed)
+        last = done[-1].line()
+        items.append(Item(f"- {len(done)}{PROGRESS_MARK} ({failed} failed); the last: {last}"))
+    if focus and focus.strip():
+        items.append(Item(f"- This record concentrates on: {clip(focus, 120)}."))
+    if not items:
+        items.append(Item(f"- {when(date)}, these turns held no user request or tool action."))
+    return items
+
+
+def _goal(scan: Scan) -> list[Item]:
+    if not scan.asks:
+        return []
+    items = [Item(f"- The user first asked: {quote(scan.asks[0].text)}", order=0)]
+    later = scan.asks[1:-1][-OTHER_ASKS:]
+    for ask in reversed(later):
+        items.append(Item(f"- Later the user wrote: {quote(ask.text)}", order=ask.index))
+    return items
+
+
+def _active(scan: Scan, done: list[Action]) -> list[Item]:
+    items = []
+    if scan.workdir:
+        items.append(Item(f"- Working directory: {clip(scan.workdir, 200)}"))
+    tested = [a for a in done if a.tests]
+    if tested:
+        last = tested[-1]
+        items.append(Item(f"- Last test run: {last.target} — {last.tests} ({_status(last)})"))
+    runs = [a for a in done if a.kind == "run"][-RECENT_COMMANDS:]
+    for action in reversed(runs):
+        items.append(Item(f"- Recent command: {action.target} — {_status(action)}"))
+    edits = [a for a in done if a.kind in ("edit", "create") and not a.failed]
+    if edits:
+        items.append(Item(f"- Last file changed: {edits[-1].target}"))
+    return items
+
+
+def _status(action: Action) -> str:
+    if action.exit is not None:
+        return f"exit {action.exit}"
+    return "failed" if action.failed else "ok"
+
+
+def _in_progress(scan: Scan) -> list[Item]:
+    items = []
+    for action in reversed([a for a in scan.actions if a.pending]):
+        items.append(Item(f"- {action.line()}"))
+    if scan.last_note:
+        items.append(Item(f"{LAST_NOTE_PREFIX} {quote(scan.last_note)}"))
+    return items
+
+
+def unresolved_failures(done: list[Action]) -> list[Action]:
+    """Failed actions with no later success on the same target or command."""
+    out: list[Action] = []
+    # What the later actions did, gathered walking back from the end.
+    ok_keys: set[str] = set()
+    ok_heads: set[str] = set()
+    failed_heads: set[str] = set()
+    for action in reversed(done):
+        if not action.failed:
+            ok_keys.add(action.key)
+            ok_heads.add(action.head)
+            continue
+        # The latest failed attempt stands for the earlier ones.
+        if not (action.key in ok_keys or action.head in ok_heads or action.head in failed_heads):
+            out.append(action)
+        failed_heads.add(action.head)
+    out.reverse()
+    return out
+
+
+def _blocked(done: list[Action]) -> list[Item]:
+    return [
+        Item(f"- {a.what()} — {a.outcome}; not resolved later [tool: {a.tool}]")
+        for a in reversed(unresolved_failures(done))
+    ]
+
+
+def _pending(scan: Scan) -> list[Item]:
+    items = [
+        Item(f"- {quote(ask.text)} (no reply recorded in these turns)")
+        for ask in reversed(scan.asks)
+        if not ask.answered
+    ]
+    asked = " ".join(ask.text for ask in scan.asks if not ask.answered)
+    items.extend(
+        Item(f"- Question left open: {quote(q.text)}")
+        for q in reversed(scan.questions)
+        if not q.answered and q.text not in asked
+    )
+    return items
+
+
+def file_marks(scan: Scan) -> dict[str, list[str]]:
+    """Every path of the middle with what was done to it, most recent first."""
+    touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
+    marks = {path: ordered_marks(scan.file_marks.get(path, [])) for path in touched}
+    for path in scan.facts.paths:
+        marks.setdefault(path, [])
+    return {path: found or [MENTIONED] for path, found in marks.items()}
+
+
+def ordered_marks(marks: list[str]) -> list[str]:
+    return sorted(marks, key=lambda mark: MARK_ORDER.index(mark) if mark in MARK_ORDER else 99)
+
+
+def file_items(marks: dict[str, list[str]]) -> list[Item]:
+    return [Item(f"- {mask_secrets(path)} — {', '.join(found)}") for path, found in marks.items()]
+
+
+def _context(scan: Scan) -> list[Item]:
+    facts = scan.facts
+    items = [Item(f"- ID: {ident}") for ident in facts.identifiers]
+    items.extend(Item(f"- URL: {mask_secrets(url)}") for url in facts.urls)
+    values = facts.values
+    for i in range(0, len(values), VALUES_PER_LINE):
+        chunk = ", ".join(collapse(v) for v in values[i : i + VALUES_PER_LINE])
+        items.append(Item(f"- Values mentioned: {chunk}"))
+    return items

@@ -1,0 +1,48 @@
+"""The deterministic offline summarizer: fills the template from the structure
+of the middle (user asks, tool calls and outcomes, files, commands, errors,
+what the assistant said), within the token budget, with no model and no clock.
+
+Secrets: items pass through a small local mask (API keys, tokens, passwords)
+before they are written; it catches the obvious shapes only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxpack.summarize.offline.fit import fit
+from ctxpack.summarize.offline.scan import scan
+from ctxpack.summarize.offline.sections import build
+from ctxpack.summarize.offline.update import merge_previous
+from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
+from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse
+from ctxpack.tokens.counter import TokenCounter
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def day_of(timestamp: str | None) -> str | None:
+    """The calendar date of an ISO timestamp, as written (no timezone shift)."""
+    if not timestamp:
+        return None
+    mt = _DATE_RE.match(timestamp.strip())
+    return mt.group(0) if mt else None
+
+
+class OfflineSummarizer:
+    name = "offline"
+
+    def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
+        found = scan(request.middle)
+        date = day_of(request.last_timestamp)
+        if request.previous_summary is None:
+            candidates = build(found, date=date, focus=request.focus, start=1)
+        else:
+            previous = parse(request.previous_summary)
+            start = max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
+            fresh = build(found, date=date, focus=request.focus, start=start)
+            candidates = merge_previous(previous, fresh, found)
+        text, warnings = fit(
+            candidates, budget=request.budget_tokens, counter=counter, focus=request.focus
+        )
+        return SummaryResult(text=text, source="offline", model=None, warnings=warnings)

@@ -1,0 +1,154 @@
+"""Updating an earlier summary with new turns, section by section.
+
+New material ranks before old (it is closer to the live conversation), except
+for the goal and constraints, where the earliest words stay first. Only items
+that are clearly obsolete go: in-progress or blocked entries whose target a
+new action completed, pending asks the assistant has since answered, and
+state that the new turns replace. Text outside the
+template's headings (a preserved-facts section, another agent's summary) is
+kept as context."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ctxpack.facts.match import collapse
+from ctxpack.summarize.offline.actions import VERBS, head_of
+from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.scan import Scan
+from ctxpack.summarize.offline.sections import (
+    LAST_NOTE_PREFIX,
+    MENTIONED,
+    PROGRESS_MARK,
+    file_items,
+    ordered_marks,
+    unique,
+)
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.template import COMPLETED_ACTIONS, Sections, item_number
+
+_ACTION_ITEM_RE = re.compile(
+    rf"^[-*]\s+(?:{'|'.join(VERBS.values())})\s+(.+?)(?: \(\d+ times\))? — "
+)
+_SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
+_FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
+_QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
+
+
+def _old(items: Sequence[str]) -> list[Item]:
+    return [Item(text) for text in items]
+
+
+class _Finished:
+    """What the new turns completed successfully: targets and command heads."""
+
+    def __init__(self, scan: Scan) -> None:
+        ok = [a for a in scan.actions if not a.pending and not a.failed]
+        self.text = collapse(" ".join(part for a in ok for part in (a.key, *a.paths)))
+        self.heads = {a.head for a in ok if a.command}
+
+    def covers(self, item: str) -> bool:
+        """The item names an action whose target a new action completed."""
+        mt = _ACTION_ITEM_RE.match(item)
+        if not mt:
+            return False
+        target = _SCRIPT_NOTE_RE.sub("", mt.group(1))
+        if target.startswith("`"):
+            command = collapse(target.strip("`").strip().rstrip("…"))
+            return command in self.text or head_of(command) in self.heads
+        return collapse(target) in self.text
+
+
+def merge_previous(
+    previous: Sections, new: dict[str, list[Item]], scan: Scan
+) -> dict[str, list[Item]]:
+    finished = _Finished(scan)
+    old = {heading: list(previous.get(heading, [])) for heading in HEADINGS}
+    merged: dict[str, list[Item]] = {}
+
+    snapshot = new["Historical Task Snapshot"]
+    if not scan.asks:
+        # The earlier request still stands; the earlier progress line does not.
+        progress = any(PROGRESS_MARK in item.text for item in snapshot)
+        kept = [t for t in old["Historical Task Snapshot"] if not (progress and PROGRESS_MARK in t)]
+        snapshot = unique(_old(kept), snapshot)
+    merged["Historical Task Snapshot"] = snapshot
+    merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
+    merged["Constraints & Preferences"] = unique(
+        _old(old["Constraints & Preferences"]), new["Constraints & Preferences"]
+    )
+    merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
+    merged["Active State"] = new["Active State"] or _old(old["Active State"])
+
+    in_progress = [
+        text
+        for text in old["Historical In-Progress State"]
+        if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
+    ]
+    merged["Historical In-Progress State"] = unique(
+        new["Historical In-Progress State"], _old(in_progress)
+    )
+    blocked = [text for text in old["Blocked"] if not finished.covers(text)]
+    merged["Blocked"] = unique(new["Blocked"], _old(blocked))
+    merged["Key Decisions"] = unique(new["Key Decisions"], _old(old["Key Decisions"]))
+
+    pending_old = old["Historical Pending User Asks"]
+    answered: list[Item] = []
+    if scan.replied:
+        # The assistant spoke after those asks: they are no longer open.
+        for text in pending_old:
+            mt = _QUESTION_ITEM_RE.match(text)
+            if mt:
+                answered.append(Item(f'- Q: "{mt.group(1)}" — A: answered in later turns'))
+        pending_old = []
+    merged["Resolved Questions"] = unique(
+        new["Resolved Questions"], answered, _old(old["Resolved Questions"])
+    )
+    merged["Historical Pending User Asks"] = unique(
+        new["Historical Pending User Asks"], _old(pending_old)
+    )
+    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"])
+    merged["Historical Remaining Work"] = unique(
+        new["Historical Remaining Work"], _old(old["Historical Remaining Work"])
+    )
+    # Facts an earlier pass preserved, and whatever a foreign summary held
+    # outside our headings, stay as context (last in line for the budget).
+    foreign = [
+        text for heading, items in previous.items() if heading not in HEADINGS for text in items
+    ]
+    merged["Critical Context"] = unique(
+        new["Critical Context"], _old(old["Critical Context"]), _old(foreign)
+    )
+    return merged
+
+
+def _actions(old: list[str], new: list[Item]) -> list[Item]:
+    """Earlier numbered actions stay as they were; the new ones are numbered on
+    from the highest earlier number (a repeated action is a new event)."""
+    start = max((n for n in map(item_number, old) if n is not None), default=0) + 1
+    renumbered = []
+    for offset, item in enumerate(sorted(new, key=lambda i: i.order)):
+        body = item.text.split(". ", 1)[1] if item_number(item.text) is not None else item.text
+        renumbered.append(Item(f"{start + offset}. {body}", order=start + offset))
+    previous = [Item(text, order=item_number(text) or 0) for text in old]
+    return [*reversed(renumbered), *reversed(previous)]
+
+
+def _files(old: list[str], new: list[Item]) -> list[Item]:
+    marks: dict[str, list[str]] = {}
+    opaque: list[Item] = []
+    for text in [item.text for item in new] + old:
+        mt = _FILE_ITEM_RE.match(text)
+        if not mt:
+            opaque.append(Item(text))
+            continue
+        found = marks.setdefault(mt.group(1), [])
+        for mark in (part.strip() for part in mt.group(2).split(",")):
+            if mark and mark not in found:
+                found.append(mark)
+    for path, found in marks.items():
+        if len(found) > 1 and MENTIONED in found:
+            found.remove(MENTIONED)
+        marks[path] = ordered_marks(found)
+    return unique(file_items(marks), opaque)

@@ -1,0 +1,56 @@
+"""The one interface every summarizer implements (LLM or offline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
+
+# The template's headings, fixed and in this order (SPEC 4, Stage 3).
+HEADINGS = (
+    "Historical Task Snapshot",
+    "Goal",
+    "Constraints & Preferences",
+    "Completed Actions",
+    "Active State",
+    "Historical In-Progress State",
+    "Blocked",
+    "Key Decisions",
+    "Resolved Questions",
+    "Historical Pending User Asks",
+    "Relevant Files",
+    "Historical Remaining Work",
+    "Critical Context",
+)
+PRESERVED_FACTS_HEADING = "Preserved Facts"
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What to summarize. `middle` never contains an earlier summary message:
+    that one arrives as `previous_summary` (its body text) for an update."""
+
+    middle: list[Message]
+    budget_tokens: int
+    previous_summary: str | None = None
+    focus: str | None = None
+    # ISO timestamp of the transcript's last message, when the format records one.
+    last_timestamp: str | None = None
+
+
+@dataclass
+class SummaryResult:
+    """The summary body: every heading of HEADINGS as `## Heading` sections."""
+
+    text: str
+    source: Literal["llm", "offline"]
+    model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult: ...

@@ -1,0 +1,53 @@
+"""Stage 3/4 orchestration: the LLM summary when an endpoint is configured,
+the offline summary otherwise, and the fallback rules between them (SPEC 4)."""
+
+from __future__ import annotations
+
+from ctxpack.errors import StrictFallbackError, SummarizerError
+from ctxpack.summarize.llm.client import LLMSummarizer
+from ctxpack.summarize.llm.errors import SummaryFailed
+from ctxpack.summarize.llm.prompts import effective_request
+from ctxpack.summarize.llm.settings import LLMSettings
+from ctxpack.summarize.protocol import Summarizer, SummaryRequest, SummaryResult
+from ctxpack.tokens.counter import TokenCounter
+
+
+def run_summary(
+    request: SummaryRequest,
+    *,
+    counter: TokenCounter,
+    llm: LLMSettings | None,
+    strict: bool,
+    abort_on_failure: bool,
+    offline: Summarizer,
+) -> SummaryResult:
+    """The summary of `request.middle`.
+
+    An LLM failure that may fall back (SummaryFailed) uses `offline` and says
+    so in the warnings, unless `strict` (StrictFallbackError, exit 3) or
+    `abort_on_failure` (SummarizerError) forbid it. Refused credentials always
+    raise SummarizerError: a fallback would hide the misconfiguration.
+    """
+    request = effective_request(request)
+    if llm is None:
+        return offline.summarize(request, counter=counter)
+    try:
+        return LLMSummarizer(llm).summarize(request, counter=counter)
+    except SummaryFailed as exc:
+        reason = exc.message
+        if strict:
+            raise StrictFallbackError(
+                f"LLM summary failed ({reason}); --strict forbids the offline fallback"
+            ) from exc
+        if abort_on_failure:
+            raise SummarizerError(
+                f"LLM summary failed ({reason}); stopped (--abort-on-failure), nothing written"
+            ) from exc
+    result = offline.summarize(request, counter=counter)
+    warning = f"LLM summary failed ({reason}); used the offline summarizer"
+    return SummaryResult(
+        text=result.text,
+        source=result.source,
+        model=result.model,
+        warnings=[warning, *result.warnings],
+    )

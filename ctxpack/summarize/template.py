@@ -1,0 +1,162 @@
+"""The summary template as data: render sections to markdown with `## Heading`
+lines, parse markdown (ours or a model's) back into sections, and merge an
+earlier summary's sections with new ones.
+
+A section is a list of items; an item is one list entry and may span lines
+(a fenced multi-line command stays inside the item it belongs to)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+
+from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
+
+Sections = dict[str, list[str]]
+
+EMPTY_LINE = "- None recorded."
+PREAMBLE = ""  # key for text before the first heading
+COMPLETED_ACTIONS = "Completed Actions"
+
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_BOLD_HEADING_RE = re.compile(r"^\s{0,3}\*\*(.+?)\*\*:?\s*$")
+_ITEM_START_RE = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)")
+_NUMBER_RE = re.compile(r"^\s*(\d+)[.)]\s+")
+_MORE_RE = re.compile(r"^\s*(?:[-*+]\s+)?\(\+\d+ [^)]*\)\s*$")
+_EMPTY_RE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:none(?: recorded)?|n/a|nothing(?: recorded)?)\.?\s*$", re.I
+)
+_KEY_STRIP_RE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)")
+
+_CANONICAL = {h.lower(): h for h in (*HEADINGS, PRESERVED_FACTS_HEADING)}
+# Sections whose new content supersedes the old one on an update.
+REPLACED_ON_UPDATE = ("Historical Task Snapshot", "Active State")
+
+
+def empty_sections() -> Sections:
+    return {heading: [] for heading in HEADINGS}
+
+
+def canonical_heading(title: str) -> str:
+    cleaned = title.strip().strip("*_").strip().rstrip(":").strip()
+    return _CANONICAL.get(cleaned.lower(), cleaned)
+
+
+def render(sections: Mapping[str, Sequence[str]]) -> str:
+    """Every template heading in order; an empty section says so."""
+    blocks = []
+    for heading in HEADINGS:
+        items = [item for item in sections.get(heading, ()) if item.strip()]
+        body = "\n".join(items) if items else EMPTY_LINE
+        blocks.append(f"## {heading}\n{body}")
+    return "\n\n".join(blocks)
+
+
+def parse(text: str) -> Sections:
+    """Sections by heading; template headings are recognised case-insensitively,
+    other headings are kept as written. Placeholder lines ("None recorded.",
+    "(+N more)") are dropped."""
+    sections: Sections = {}
+    current = PREAMBLE
+    lines: dict[str, list[str]] = {PREAMBLE: []}
+    for line in text.splitlines():
+        heading = _heading_of(line)
+        if heading is not None:
+            current = heading
+            lines.setdefault(current, [])
+            continue
+        lines[current].append(line)
+    for heading, body in lines.items():
+        items = _items(body)
+        if items or heading != PREAMBLE:
+            sections[heading] = items
+    return sections
+
+
+def _heading_of(line: str) -> str | None:
+    mt = _HEADING_RE.match(line)
+    if mt:
+        return canonical_heading(mt.group(1))
+    mt = _BOLD_HEADING_RE.match(line)
+    if mt and canonical_heading(mt.group(1)) in _CANONICAL.values():
+        return canonical_heading(mt.group(1))
+    return None
+
+
+def _items(lines: list[str]) -> list[str]:
+    items: list[list[str]] = []
+    in_fence = False
+    for line in lines:
+        stripped = line.strip()
+        if in_fence:
+            items[-1].append(line)
+            in_fence = stripped != "```"
+            continue
+        if not stripped or _MORE_RE.match(line) or _EMPTY_RE.match(line):
+            continue
+        fence = stripped.startswith("```")
+        continues = bool(items) and not _ITEM_START_RE.match(line)
+        if continues and (fence or line[:1].isspace()):
+            items[-1].append(line.rstrip())
+        else:
+            items.append([line.rstrip()])
+        in_fence = fence and stripped.count("```") == 1
+    return ["\n".join(item).rstrip() for item in items]
+
+
+def item_key(item: str) -> str:
+    """An item's identity for de-duplication: no marker, number or case."""
+    return " ".join(_KEY_STRIP_RE.sub("", item).split()).lower()
+
+
+def item_number(item: str) -> int | None:
+    mt = _NUMBER_RE.match(item)
+    return int(mt.group(1)) if mt else None
+
+
+def max_number(items: Sequence[str]) -> int:
+    return max((n for n in map(item_number, items) if n is not None), default=0)
+
+
+def renumber(items: Sequence[str], start: int) -> list[str]:
+    """Number items from `start`, replacing any number they carry."""
+    out = []
+    for offset, item in enumerate(items):
+        body = _KEY_STRIP_RE.sub("", item, count=1)
+        out.append(f"{start + offset}. {body}")
+    return out
+
+
+def merge_items(previous: Sequence[str], new: Sequence[str]) -> list[str]:
+    """Previous items, then the new ones not already present."""
+    seen = {item_key(item) for item in previous}
+    out = list(previous)
+    for item in new:
+        key = item_key(item)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def merge(
+    previous: Mapping[str, Sequence[str]],
+    new: Mapping[str, Sequence[str]],
+    *,
+    replace: Collection[str] = REPLACED_ON_UPDATE,
+) -> Sections:
+    """Section-wise merge for an update: Completed Actions continue the earlier
+    numbering, `replace` sections take the new content when there is any, every
+    other section keeps the earlier items and adds new ones without repeats."""
+    merged = empty_sections()
+    for heading in HEADINGS:
+        old = list(previous.get(heading, ()))
+        fresh = list(new.get(heading, ()))
+        if heading == COMPLETED_ACTIONS:
+            # A repeated action is a new event: it keeps its own number.
+            merged[heading] = old + renumber(fresh, max_number(old) + 1)
+        elif heading in replace and fresh:
+            merged[heading] = fresh
+        else:
+            merged[heading] = merge_items(old, fresh)
+    return merged

@@ -1,0 +1,1 @@
+"""Exact token counts and tallies."""
