@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 DEMO_INPUT := fixtures/claude-code/openagents__regex-log__haiku-testgen-v2.jsonl
 DEMO_OUT := demo
 
-.PHONY: install demo test lint typecheck unit bench clean
+.PHONY: install demo test lint typecheck docs cog unit bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,10 +32,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy ctxpack
 
+# README's --help blocks are generated from the CLI; a stale one fails the build.
+docs: $(STAMP)
+	$(BIN)/cog --check README.md
+
+cog: $(STAMP)
+	$(BIN)/cog -r README.md
+
 unit: $(STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
