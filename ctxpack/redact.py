@@ -1,8 +1,13 @@
-"""Masking secrets before text leaves the machine (or, with --redact, the output).
+"""Masking secrets: before text leaves the machine, in what the offline
+summary and the preserved facts quote, and (with --redact) in the output.
 
 Each pattern replaces a secret by `[REDACTED:kind]`. The markers contain no
 quotes or backslashes, so text inside a JSON string stays valid JSON, and a
 marker never matches a pattern again: redacting twice changes nothing.
+
+Masking runs over every text of long transcripts, so each pattern comes with
+the substrings any match of it holds, and a text holding none of them skips
+the regex.
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxpack import messages as m
+from ctxpack.facts.match import folded
 from ctxpack.transcript import Message
 
 MARK = "[REDACTED:"
@@ -57,9 +63,23 @@ def _assignment(match: re.Match[str]) -> str:
 _B = r"(?<![A-Za-z0-9_\-])"  # not in the middle of a longer word
 _E = r"(?![A-Za-z0-9_\-])"
 
-PATTERNS: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
-    (
+
+class _Secret(NamedTuple):
+    kind: str
+    # Any match holds one of these (in the lowercased text when `folds`).
+    hints: tuple[str, ...]
+    folds: bool
+    pattern: re.Pattern[str]
+    replace: _Replacer
+
+
+_KEY_WORDS = ("pass", "secret", "token", "key", "credential")
+
+PATTERNS: tuple[_Secret, ...] = (
+    _Secret(
         "private-key",
+        ("-----BEGIN ",),
+        False,
         re.compile(
             # The body (base64, header lines, escaped newlines) cannot contain
             # "-----", so each key is scanned once, ending at its END line or
@@ -70,45 +90,83 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
         ),
         _fixed("private-key"),
     ),
-    (
+    _Secret(
         "anthropic-key",
+        ("sk-ant-",),
+        False,
         re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _E),
         _fixed("anthropic-key"),
     ),
-    (
+    _Secret(
         "openai-key",
+        ("sk-",),
+        False,
         # At least one digit: keeps words such as `sk-learn-model-selection` apart.
         re.compile(_B + r"sk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}" + _E),
         _fixed("openai-key"),
     ),
-    ("github-token", re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{30,}" + _E), _fixed("github-token")),
-    ("github-token", re.compile(_B + r"github_pat_[A-Za-z0-9_]{22,}" + _E), _fixed("github-token")),
-    (
+    _Secret(
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        False,
+        re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{30,}" + _E),
+        _fixed("github-token"),
+    ),
+    _Secret(
+        "github-token",
+        ("github_pat_",),
+        False,
+        re.compile(_B + r"github_pat_[A-Za-z0-9_]{22,}" + _E),
+        _fixed("github-token"),
+    ),
+    _Secret(
         "aws-key",
+        ("AKIA", "ASIA"),
+        False,
         re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"),
         _fixed("aws-key"),
     ),
-    ("slack-token", re.compile(_B + r"xox[bpars]-[A-Za-z0-9\-]{10,}"), _fixed("slack-token")),
-    ("google-key", re.compile(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E), _fixed("google-key")),
-    (
+    _Secret(
+        "slack-token",
+        ("xox",),
+        False,
+        re.compile(_B + r"xox[bpars]-[A-Za-z0-9\-]{10,}"),
+        _fixed("slack-token"),
+    ),
+    _Secret(
+        "google-key",
+        ("AIza",),
+        False,
+        re.compile(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+        _fixed("google-key"),
+    ),
+    _Secret(
         "jwt",
+        ("eyJ",),
+        False,
         re.compile(_B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
         _fixed("jwt"),
     ),
-    (
+    _Secret(
         "bearer-token",
+        ("bearer ",),
+        True,
         re.compile(r"(?<=Bearer )(?!\[REDACTED)[A-Za-z0-9._~+/\-]{16,}=*", re.IGNORECASE),
         _fixed("bearer-token"),
     ),
-    (
+    _Secret(
         "url-credentials",
+        ("://",),
+        False,
         # Anchored on "://" rather than on the scheme, so a long run of word
         # characters is never rescanned from each of its positions.
         re.compile(r"(?<=://)(?!\[REDACTED)[^\s/:@\"']+:[^\s/@\"']+@"),
         _fixed("url-credentials", suffix="@"),
     ),
-    (
+    _Secret(
         "assignment",
+        _KEY_WORDS,
+        True,
         # FOO_TOKEN=..., password: ..., "api_key": "...", --token=...
         re.compile(
             rf"(?P<name>{_SECRET_WORD})(?P<sep>[\"']?\s*[:=]\s*|\s+=\s+)"
@@ -117,8 +175,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
         ),
         _assignment,
     ),
-    (
+    _Secret(
         "cli-flag",
+        _KEY_WORDS,
+        True,
         # --password VALUE, --api-key VALUE (the `=` form is an assignment above)
         re.compile(
             r"(?P<name>(?<![A-Za-z0-9\-])--(?:[A-Za-z][A-Za-z0-9\-]*?)?"
@@ -134,10 +194,22 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
 def redact(text: str) -> tuple[str, int]:
     """Mask every secret in `text`; return the new text and how many were masked."""
     total = 0
-    for _kind, pattern, replace in PATTERNS:
-        text, count = _subn(pattern, replace, text)
-        total += count
+    lowered: str | None = ""
+    for secret in PATTERNS:
+        if secret.folds and lowered == "":
+            lowered = folded(text)
+        within = lowered if secret.folds else text
+        if within is None or any(hint in within for hint in secret.hints):
+            text, count = _subn(secret.pattern, secret.replace, text)
+            if count:
+                total += count
+                lowered = ""
     return text, total
+
+
+def mask(text: str) -> str:
+    """`text` with every secret masked."""
+    return redact(text)[0]
 
 
 def _subn(pattern: re.Pattern[str], replace: _Replacer, text: str) -> tuple[str, int]:

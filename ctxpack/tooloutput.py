@@ -1,24 +1,43 @@
-"""Facts read from a tool's output text: exit code, size, matches, the line
-that matters. Each agent wraps command output its own way (Codex headers,
-OpenHands and SWE-agent footers, Hermes JSON); the wrapper is peeled off first
-so counts and the quoted line describe the output itself."""
+"""Reading a tool's output: how it ended (exit code, still running, the
+result's error flag), whether it failed, its error lines, and the output
+itself with its agent wrapper peeled off (Codex headers, OpenHands and
+SWE-agent footers, Claude Code exit lines and error tags, Hermes JSON) so
+counts and quoted lines describe the output itself. Every stage that asks
+whether a result failed asks here."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-_EXIT_PATTERNS = (
-    re.compile(r"Process exited with code (-?\d+)"),  # Codex exec_command
-    re.compile(r"^Exit code:? (-?\d+)\s*$", re.MULTILINE),  # Claude Code Bash, Hermes
-    re.compile(r"\[exit code:? ?(-?\d+)\]", re.IGNORECASE),
-    re.compile(r"(?:completed|executed|exited|finished) with exit code (-?\d+)"),  # OpenHands
-    re.compile(r"\bexit(?:ed)? with code (-?\d+)"),
-    re.compile(r'"(?:exit_code|exitCode|returncode|exit_status)"\s*:\s*(-?\d+)'),
+from ctxpack.facts.match import collapse, folded
+from ctxpack.transcript import Message
+
+# "Exit code: 3", "Process exited with code 3", "[exit code 3]", "exit status 3",
+# "completed with exit code 3", "exitCode": 3, returncode=3, "return code 3".
+_EXIT_RE = re.compile(
+    r"(?:exit(?:ed)?(?: with)?(?: exit)?[ _]?(?:code|status)|returncode|return code)"
+    r"[\s:=\"\]]*(-?\d+)",
+    re.IGNORECASE,
 )
-_RUNNING = re.compile(r"Process running with session ID (\d+)")
+# Where agents write the exit status: a header or a footer.
+_STATUS_CHARS = 600
+_SESSION = re.compile(r"Process running with session ID (\d+)")
+_STILL_RUNNING = re.compile(r"still running", re.IGNORECASE)
+# An output that opens like this failed, whatever else it says.
+_FAILED_START = re.compile(r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
+_TESTS_RE = re.compile(
+    r"(\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed)"
+    r"(?:, \d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected))*)"
+    r" in \d"
+)
+_CARGO_RE = re.compile(r"test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed")
+_JEST_RE = re.compile(r"Tests:\s+([^\n]*?\d+ total)")
+_TESTS_HINTS = ("passed", "failed", "error", "skipped")
+
 _CODEX_HEADER = re.compile(r"(?:Chunk ID:|Wall time:|Process (?:exited|running) |Exit code)")
 _CODEX_OUTPUT = "\nOutput:\n"
 _OPENHANDS_SUFFIX = re.compile(
@@ -26,25 +45,49 @@ _OPENHANDS_SUFFIX = re.compile(
 )
 _SWE_FOOTER = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
 _CLAUDE_EXIT = re.compile(r"\AExit code:? -?\d+\n")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ERROR_TAG = re.compile(r"</?tool_use_error>")
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+# A recognised error line; group 1 is the error text.
+_ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
+        [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
+      | Error:\s.+
+      | error(?:\[E\d{4}\])?:\s.+
+      | FAILED\s.+
+      | fatal:\s.+
+      | npm\sERR!.*
+      | thread\s'[^']*'\spanicked.*
+      | panic:\s.+
+    )$"""
+_ERROR_RE = re.compile(r"^\s*" + _ERROR_LINE, re.MULTILINE | re.VERBOSE)
+# The same from its first non-space character: every line start before that
+# character leads to this one attempt.
+_ERROR_AT = re.compile(_ERROR_LINE, re.MULTILINE | re.VERBOSE)
+# A long run of blank lines makes _ERROR_RE retry the run from each of them.
+_LONG_SPACE = re.compile(r"\n\s{64}")
+_SPACES = re.compile(r"\s*")
+_ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "ERR!", "panic")
+MAX_ERROR_CHARS = 300
+ERRORS_PER_RESULT = 5
+
+# Reading the output itself: numbered views, match counts, the line to quote.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _NUMBERED = re.compile(r"^\s*(\d+)(?:→|\t|\|)", re.MULTILINE)  # cat -n, Read, Hermes read_file
 _SWE_FILE = re.compile(r"^\[File: [^\n]*\((\d+) lines total\)\]", re.MULTILINE)
 _FOUND = re.compile(r"\bFound (\d+) (matches|match|files|file|results|result)\b")
 _NONE_FOUND = re.compile(r"^No (?:files|matches|results) found", re.IGNORECASE)
 _PAGINATION = re.compile(r"^\[Showing results with pagination[^\n]*\]$", re.MULTILINE)
-_STRONG_ERROR = re.compile(
+# Which line to quote: errors first when the result failed, else a summary.
+_QUOTE_STRONG = re.compile(
     r"^\s*(?:error|fatal|failed|failure|panic|traceback)\b|\b[A-Z]\w*(?:Error|Exception)\b|"
     r"\bFAILED\b|^E\s{2,}|^\s*! \[rejected\]",
     re.IGNORECASE,
 )
-_ERROR_LINE = re.compile(
+_QUOTE_WEAK = re.compile(
     r"(error|exception|traceback|fatal|failed|failure|panic|denied|not found|"
     r"no such file|cannot|could not|unable to|refused|timed? ?out|abort)",
     re.IGNORECASE,
 )
-_SUMMARY_LINE = re.compile(
+_QUOTE_SUMMARY = re.compile(
     r"(\bpassed\b|\bfailed\b|\bsucceeded\b|\bsuccess|\bok\b|\bdone\b|\bfinished\b|"
     r"\bcompleted?\b|\d\s+total\b|\bsummary\b|\d+ tests?\b|✓|✗)",
     re.IGNORECASE,
@@ -63,32 +106,134 @@ class OutputFacts:
     json_value: Any = None  # the parsed output, when it is JSON
 
 
-def analyze(output: str, *, is_error: bool = False) -> OutputFacts:
+def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
+    """What one output says; `flagged` is the result's own error flag."""
     code = exit_code(output)
-    running = _RUNNING.search(output[:400])
     value = _json(output)
     body = _unwrap(output, value)
-    error = is_error or (code is not None and code != 0) or _json_error(value)
+    running = ""
+    if code is None and still_running(output):
+        session = running_session(output)
+        running = f"still running (session {session})" if session else "still running"
     return OutputFacts(
         chars=len(output),
         body=body,
         lines=count_lines(body),
         exit_code=code,
-        running=f"still running (session {running.group(1)})" if running and code is None else "",
-        error=error,
+        running=running,
+        error=_failed(output, code=code, value=value, flagged=flagged),
         json_value=value,
     )
 
 
+def result_flagged_error(msg: Message) -> bool:
+    """The result carries its agent's own error flag (is_error, isError, status)."""
+    for key in ("is_error", "isError"):
+        if msg.get(key) is True:
+            return True
+    status = msg.get("status")
+    if isinstance(status, str) and status.lower() in ("error", "failed", "failure"):
+        return True
+    content = msg.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("is_error") is True for part in content
+    )
+
+
+def result_failed(output: str, *, flagged: bool = False) -> bool:
+    """Whether a tool result failed: its error flag, a non-zero exit code, a
+    JSON error, an output that opens with an error, or failed tests."""
+    return _failed(output, code=exit_code(output), value=_json(output), flagged=flagged)
+
+
+def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
+    if flagged or (code is not None and code != 0) or _json_error(value):
+        return True
+    if code is None and _FAILED_START.match(output):
+        return True
+    tests = test_summary(output)
+    return tests is not None and " failed" in tests and not tests.startswith("0 failed")
+
+
 def exit_code(output: str) -> int | None:
     """The exit code an agent wrote into a command's output, if any."""
-    head, tail = output[:600], output[-600:]
-    for pattern in _EXIT_PATTERNS:
-        for part in (head, tail):
-            found = pattern.search(part)
-            if found:
-                return int(found.group(1))
+    for part in (output[:_STATUS_CHARS], output[-_STATUS_CHARS:]):
+        lowered = folded(part)
+        if lowered is not None and "exit" not in lowered and "return" not in lowered:
+            continue
+        found = _EXIT_RE.search(part)
+        if found:
+            return int(found.group(1))
     return None
+
+
+def running_session(output: str) -> str | None:
+    """The session id of a command that was still running when it returned."""
+    found = _SESSION.search(output[:400])
+    return found.group(1) if found else None
+
+
+def still_running(output: str) -> bool:
+    head = output[:400]
+    return bool(_SESSION.search(head) or _STILL_RUNNING.search(head))
+
+
+def test_summary(output: str) -> str | None:
+    """The last test run's counts (`3 passed, 1 failed`), from pytest, cargo or jest."""
+    counted = any(hint in output for hint in _TESTS_HINTS)
+    found = [mt.group(1) for mt in _TESTS_RE.finditer(output)] if counted else []
+    if found:
+        return found[-1]
+    cargo = list(_CARGO_RE.finditer(output)) if counted and "test result: " in output else []
+    if cargo:
+        return f"{cargo[-1].group(1)} passed, {cargo[-1].group(2)} failed"
+    jest = list(_JEST_RE.finditer(output)) if "Tests:" in output else []
+    return collapse(jest[-1].group(1)) if jest else None
+
+
+def error_lines(output: str, *, flagged: bool = False) -> list[str]:
+    """Error lines of one tool output; a failed output with no recognised
+    line contributes its first meaningful line."""
+    found: list[str] = []
+    if any(hint in output for hint in _ERROR_HINTS):
+        seen: set[str] = set()
+        for line in _error_groups(output):
+            line = line.strip()[:MAX_ERROR_CHARS]
+            key = collapse(line)
+            if key and key not in seen:
+                seen.add(key)
+                found.append(line)
+                if len(found) == ERRORS_PER_RESULT:
+                    break
+    if found:
+        return found
+    if result_failed(output, flagged=flagged):
+        for line in _unwrap(output, _json(output)).splitlines():
+            line = line.strip()
+            if line and not set(line) <= set("=-_*# "):
+                return [line[:MAX_ERROR_CHARS]]
+    return []
+
+
+def _error_groups(output: str) -> Iterator[str]:
+    """The error text (group 1) of each match of _ERROR_RE, in order."""
+    if not _LONG_SPACE.search(output):
+        for mt in _ERROR_RE.finditer(output):
+            yield mt.group(1)
+        return
+    line = 0  # the next line start to try
+    while 0 <= line < len(output):
+        spaces = _SPACES.match(output, line)
+        start = spaces.end() if spaces else line
+        found = _ERROR_AT.match(output, start)
+        if found:
+            yield found.group(1)
+            end = found.end()
+            line = end if output[end - 1] == "\n" else output.find("\n", end) + 1
+        else:
+            line = output.find("\n", start) + 1
+        if line == 0:
+            return
 
 
 def count_lines(text: str) -> int:
@@ -144,9 +289,9 @@ def informative_line(body: str, *, prefer_error: bool) -> str:
     if not lines:
         return ""
     if prefer_error:
-        patterns = (_STRONG_ERROR, _ERROR_LINE, _SUMMARY_LINE)
+        patterns = (_QUOTE_STRONG, _QUOTE_WEAK, _QUOTE_SUMMARY)
     else:
-        patterns = (_SUMMARY_LINE, _STRONG_ERROR, _ERROR_LINE)
+        patterns = (_QUOTE_SUMMARY, _QUOTE_STRONG, _QUOTE_WEAK)
     for pattern in patterns:
         for line in reversed(lines):
             if pattern.search(line) and not set(line.strip()) <= set("=-_*#~+ "):

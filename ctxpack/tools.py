@@ -1,9 +1,10 @@
-"""What a tool call does, read from its name and arguments.
+"""The tool vocabulary: what a tool call does, read from its name and arguments.
 
 Agents name the same few operations differently (Claude Code `Bash`, Codex
-`exec_command`, Hermes `terminal`, OpenHands `execute_bash`...). Pruning needs
-to know the family of a call (command, file read, file write, search, web,
-sub-agent, todo list), its key argument for a one-liner, and a key that says
+`exec_command`, Hermes `terminal`, OpenHands `execute_bash`...). Every stage
+that needs to know the family of a call (command, file read, file write,
+search, web, sub-agent, todo list) or which argument holds its path, command
+or pattern asks here. Pruning also gets a one-liner label and a key that says
 when a later call repeats or overrides it.
 """
 
@@ -13,6 +14,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from ctxpack.toolpairs import parse_arguments
@@ -20,86 +22,74 @@ from ctxpack.toolpairs import parse_arguments
 # Our own truncation mark (see argshrink); a value carrying it is not the original.
 TRUNCATION_MARK = "…[ctxpack: "
 
-COMMAND_TOOLS = frozenset(
-    {
-        "bash",
-        "exec_command",
-        "shell",
-        "local_shell",
-        "shell_command",
-        "terminal",
-        "execute_bash",
-        "run_command",
-        "run_shell_command",
-        "execute_command",
-        "run_terminal_cmd",
-        "powershell",
-        "exec",
-        "container.exec",
-        "write_stdin",
-    }
-)
-READ_TOOLS = frozenset({"read", "read_file", "view_file", "open", "open_file", "notebookread"})
-WRITE_TOOLS = frozenset(
-    {
-        "edit",
-        "multiedit",
-        "write",
-        "write_file",
-        "notebookedit",
-        "patch",
-        "apply_patch",
-        "create",
-        "create_file",
-        "edit_file",
-        "str_replace",
-        "insert",
-        "delete_file",
-        "append_file",
-    }
-)
-EDITOR_TOOLS = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "text_editor"}
-)
-SEARCH_TOOLS = frozenset(
-    {
-        "grep",
-        "glob",
-        "search_files",
-        "search_dir",
-        "search_file",
-        "find_file",
-        "file_search",
-        "grep_search",
-        "codebase_search",
-        "ls",
-        "list_dir",
-        "list_files",
-        "list_directory",
-    }
-)
-WEB_TOOLS = frozenset(
-    {
-        "webfetch",
-        "websearch",
-        "web_search",
-        "web_fetch",
-        "web_extract",
-        "fetch",
-        "fetch_url",
-        "browser_navigate",
-        "search_web",
-    }
-)
-AGENT_TOOLS = frozenset({"task", "agent", "delegate_task", "spawn_agent", "dispatch_agent"})
-TODO_TOOLS = frozenset({"todowrite", "todoread", "todo", "update_plan", "write_todos"})
 
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
-_PATTERN_KEYS = ("pattern", "search_term", "regex", "query", "file_name", "glob")
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+class Family(StrEnum):
+    COMMAND = "command"
+    READ = "read"
+    WRITE = "write"
+    SEARCH = "search"
+    WEB = "web"
+    AGENT = "agent"
+    TODO = "todo"
+    OTHER = "other"
+
+
+COMMAND_TOOLS = _names(
+    """bash exec_command shell local_shell shell_command terminal execute_bash run_command
+    run_shell_command execute_command run_terminal_cmd powershell exec container.exec
+    write_stdin"""
+)
+READ_TOOLS = _names("read read_file view view_file open open_file cat notebookread")
+# Writes that put a whole file in place, which may be a new one.
+CREATE_TOOLS = _names("write write_file create create_file")
+WRITE_TOOLS = CREATE_TOOLS | _names(
+    """edit multiedit notebookedit patch apply_patch edit_file str_replace replace
+    search_replace insert delete_file append_file"""
+)
+# One tool, many operations: its "command" argument names the operation.
+EDITOR_TOOLS = _names("str_replace_editor str_replace_based_edit_tool file_editor text_editor")
+EDITOR_SUBCOMMANDS = _names("view create str_replace insert undo_edit write")
+SEARCH_TOOLS = _names(
+    """grep glob search find search_files search_dir search_file find_file file_search
+    grep_search codebase_search ls list_dir list_files list_directory"""
+)
+# Searches whose results are file names rather than matching lines.
+FILE_SEARCH_TOOLS = _names("glob find_file file_search ls list_dir list_files list_directory")
+WEB_TOOLS = _names(
+    """webfetch websearch web_search web_fetch web_extract fetch fetch_url browse
+    browser_navigate search_web"""
+)
+AGENT_TOOLS = _names("task agent delegate_task spawn_agent dispatch_agent")
+TODO_TOOLS = _names("todowrite todoread todo update_plan write_todos")
+_FAMILIES = (
+    (Family.COMMAND, COMMAND_TOOLS),
+    (Family.READ, READ_TOOLS),
+    (Family.WRITE, WRITE_TOOLS),
+    (Family.SEARCH, SEARCH_TOOLS),
+    (Family.WEB, WEB_TOOLS),
+    (Family.AGENT, AGENT_TOOLS),
+    (Family.TODO, TODO_TOOLS),
+)
+
+# The argument naming the one file a call reads or writes.
+PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
+# Every argument that may hold a path (the file acted on, a move's ends, the
+# directory a command runs in).
+PATH_LIKE_KEYS = (
+    *PATH_KEYS,
+    *("filepath", "old_path", "new_path", "directory", "dir", "workdir", "cwd"),
+)
+COMMAND_KEYS = ("command", "cmd", "script")
+PATTERN_KEYS = ("pattern", "search_term", "regex", "query", "file_name", "q", "glob")
 _WHERE_KEYS = ("path", "dir", "directory", "file", "cwd")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _MOVE_TO = re.compile(r"^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
-_SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "powershell", "pwsh")
+_SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powershell", "cmd"})
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
 # Pipes and redirections that only trim or merge what a command prints.
 _TRIM_SUFFIX = re.compile(r"(\s*\|\s*(head|tail)(\s+-n)?(\s+-?\d+)?|\s*2>&1)+\s*$")
 _SED_RANGE = re.compile(r"^(\d+),(\d+)p$")
@@ -112,7 +102,7 @@ class CallInfo:
     """The facts about one call that pruning uses."""
 
     name: str
-    family: str  # command, read, write, search, web, agent, todo, other
+    family: Family
     label: str  # e.g. "Bash `pytest -x`", "Read src/app.py (lines 10-30)"
     command: str = ""
     paths: tuple[str, ...] = ()
@@ -124,8 +114,8 @@ class CallInfo:
     effect: str = ""
 
     def __post_init__(self) -> None:
-        if not self.effect and self.family in ("read", "write"):
-            object.__setattr__(self, "effect", self.family)
+        if not self.effect and self.family in (Family.READ, Family.WRITE):
+            object.__setattr__(self, "effect", str(self.family))
 
 
 def base_name(name: str) -> str:
@@ -134,6 +124,59 @@ def base_name(name: str) -> str:
     if short.startswith("functions."):
         short = short[len("functions.") :]
     return short.lower()
+
+
+def family_of(name: str, args: dict[str, Any]) -> Family:
+    """The family of a call to `name` with these parsed arguments."""
+    base = base_name(name)
+    if base in EDITOR_TOOLS:
+        return Family.READ if editor_operation(args) == "view" else Family.WRITE
+    for family, names in _FAMILIES:
+        if base in names:
+            return family
+    return Family.OTHER
+
+
+def editor_operation(args: dict[str, Any]) -> str:
+    """The operation an editor tool's call names (`view`, `str_replace`...), or ""."""
+    sub = args.get("command")
+    return sub if isinstance(sub, str) and sub in EDITOR_SUBCOMMANDS else ""
+
+
+def creates_file(name: str, args: dict[str, Any]) -> bool:
+    """A write that puts a whole file in place (it may not have existed)."""
+    base = base_name(name)
+    if base in EDITOR_TOOLS:
+        return editor_operation(args) == "create"
+    return base in CREATE_TOOLS
+
+
+def command_of(args: dict[str, Any]) -> str | None:
+    """The shell command a call's arguments hold, kept whole (multi-line included)."""
+    for key in COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            # Editor tools reuse "command" for their own operations.
+            if key == "command" and value.strip() in EDITOR_SUBCOMMANDS:
+                continue
+            return value.strip()
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            joined = _join_argv(value)
+            if joined:
+                return joined
+    return None
+
+
+def _join_argv(argv: list[str]) -> str:
+    """A command given as argv: the script of `bash -lc SCRIPT`, else the words quoted."""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in _SHELL_FLAGS:
+        return " ".join(argv[2:]).strip()
+    return shlex.join(argv)
+
+
+def patched_files(patch: str) -> list[str]:
+    """The files an `apply_patch` text adds, updates or deletes."""
+    return [found.strip() for found in _PATCH_FILE.findall(patch)]
 
 
 def one_line(text: str, limit: int = LABEL_CHARS) -> str:
@@ -152,36 +195,38 @@ def describe(name: str, arguments: str) -> CallInfo:
     args = parse_arguments(arguments)
     base = base_name(name)
     shown = name or "tool"
-    if base in COMMAND_TOOLS:
-        return _command(shown, base, args, arguments)
+    family = family_of(name, args)
     if base in EDITOR_TOOLS:
-        return _editor(shown, args)
-    if base in READ_TOOLS:
+        return _editor(shown, family, args)
+    if family is Family.COMMAND:
+        return _command(shown, base, args, arguments)
+    if family is Family.READ:
         return _read(shown, args)
-    if base in WRITE_TOOLS:
+    if family is Family.WRITE:
         return _write(shown, base, args, arguments)
-    if base in SEARCH_TOOLS:
+    if family is Family.SEARCH:
         return _search(shown, args)
-    if base in WEB_TOOLS:
+    if family is Family.WEB:
         target = _first_str(args, ("url", "query", "urls", "queries"))
         return CallInfo(
-            shown, "web", _join(shown, one_line(target)), repeat_key=_repeat(name, args)
+            shown, family, _join(shown, one_line(target)), repeat_key=_repeat(name, args)
         )
-    if base in AGENT_TOOLS:
+    if family is Family.AGENT:
         what = _first_str(args, ("description", "goal", "task", "prompt"))
         kind = _first_str(args, ("subagent_type",))
         label = _join(shown, f'"{one_line(what, 60)}"' if what else "")
-        return CallInfo(shown, "agent", label + (f" [{kind}]" if kind else ""))
-    if base in TODO_TOOLS:
-        return CallInfo(shown, "todo", _join(shown, _todo_summary(args)))
-    return CallInfo(shown, "other", _generic_label(shown, args), repeat_key=_repeat(name, args))
+        return CallInfo(shown, family, label + (f" [{kind}]" if kind else ""))
+    if family is Family.TODO:
+        return CallInfo(shown, family, _join(shown, _todo_summary(args)))
+    return CallInfo(shown, family, _generic_label(shown, args), repeat_key=_repeat(name, args))
 
 
 def _command(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
     if base == "write_stdin":
         session = args.get("session_id")
-        return CallInfo(shown, "command", _join(shown, f"session {session}" if session else ""))
-    command = _command_text(args.get("command", args.get("cmd")))
+        label = _join(shown, f"session {session}" if session else "")
+        return CallInfo(shown, Family.COMMAND, label)
+    command = command_of(args) or ""
     if not command and not args and raw.strip() and not raw.lstrip().startswith("{"):
         command = raw.strip()  # a custom tool whose input is the command itself
     label = _join(shown, f"`{one_line(command)}`" if command else "")
@@ -195,9 +240,9 @@ def _command(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
         key = f"run\0{workdir}\0{normalized}"
         effect = "read" if paths else ""
         return CallInfo(
-            shown, "command", label, command, paths, read_range, repeat_key=key, effect=effect
+            shown, Family.COMMAND, label, command, paths, read_range, repeat_key=key, effect=effect
         )
-    return CallInfo(shown, "command", label, command=command, repeat_key=key)
+    return CallInfo(shown, Family.COMMAND, label, command=command, repeat_key=key)
 
 
 def _shell_read(command: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
@@ -217,33 +262,23 @@ def _shell_read(command: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
     return (), None
 
 
-def _command_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        if len(value) >= 3 and value[0] in _SHELLS and value[1] in ("-lc", "-c", "-Command"):
-            return str(value[2])
-        return shlex.join(value)
-    return ""
-
-
 def normalize_command(command: str) -> str:
     """The command without layout noise or output trimming (`| tail -5`, `2>&1`)."""
     flat = " ".join(command.split())
     return _TRIM_SUFFIX.sub("", flat).strip()
 
 
-def _editor(shown: str, args: dict[str, Any]) -> CallInfo:
+def _editor(shown: str, family: Family, args: dict[str, Any]) -> CallInfo:
     sub = _first_str(args, ("command",))
     path = _path(args)
     label = _join(shown, " ".join(p for p in (sub, short_path(path)) if p))
-    if sub == "view":
+    if family is Family.READ:
         rng = args.get("view_range")
         read_range = tuple(repr(v) for v in rng) if isinstance(rng, list) else None
         if rng is not None:
             label += f" (lines {_range_text(rng)})"
-        return CallInfo(shown, "read", label, paths=_paths(path), read_range=read_range)
-    return CallInfo(shown, "write", label, paths=_paths(path))
+        return CallInfo(shown, family, label, paths=_paths(path), read_range=read_range)
+    return CallInfo(shown, family, label, paths=_paths(path))
 
 
 def _read(shown: str, args: dict[str, Any]) -> CallInfo:
@@ -252,7 +287,7 @@ def _read(shown: str, args: dict[str, Any]) -> CallInfo:
     limit = args.get("limit", args.get("end_line"))
     read_range = None if offset is None and limit is None else (repr(offset), repr(limit))
     label = _join(shown, short_path(path))
-    return CallInfo(shown, "read", label, paths=_paths(path), read_range=read_range)
+    return CallInfo(shown, Family.READ, label, paths=_paths(path), read_range=read_range)
 
 
 def _write(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
@@ -264,7 +299,7 @@ def _write(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
     if not isinstance(patch, str):
         patch = raw if base in ("apply_patch", "patch") and not args else ""
     if patch:
-        paths.extend(_PATCH_FILE.findall(patch))
+        paths.extend(patched_files(patch))
         paths.extend(_MOVE_TO.findall(patch))
     edits = args.get("edits")
     suffix = f" ({len(edits)} edits)" if isinstance(edits, list) and len(edits) > 1 else ""
@@ -272,12 +307,15 @@ def _write(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
     if len(paths) > 2:
         shown_paths += f" (+{len(paths) - 2} more)"
     return CallInfo(
-        shown, "write", _join(shown, shown_paths) + suffix, paths=_paths(*dict.fromkeys(paths))
+        shown,
+        Family.WRITE,
+        _join(shown, shown_paths) + suffix,
+        paths=_paths(*dict.fromkeys(paths)),
     )
 
 
 def _search(shown: str, args: dict[str, Any]) -> CallInfo:
-    pattern = _first_str(args, _PATTERN_KEYS)
+    pattern = _first_str(args, PATTERN_KEYS)
     where = _first_str(args, _WHERE_KEYS)
     glob = _first_str(args, ("glob", "file_glob", "include")) if pattern != args.get("glob") else ""
     parts = [f'"{one_line(pattern, 60)}"' if pattern else ""]
@@ -286,7 +324,7 @@ def _search(shown: str, args: dict[str, Any]) -> CallInfo:
     if glob:
         parts.append(f"({one_line(glob, 30)})")
     label = _join(shown, " ".join(p for p in parts if p))
-    return CallInfo(shown, "search", label, repeat_key=_repeat(shown, args))
+    return CallInfo(shown, Family.SEARCH, label, repeat_key=_repeat(shown, args))
 
 
 def _todo_summary(args: dict[str, Any]) -> str:
@@ -325,7 +363,7 @@ def _repeat(name: str, args: dict[str, Any]) -> str:
 
 
 def _path(args: dict[str, Any]) -> str:
-    return _first_str(args, _PATH_KEYS)
+    return _first_str(args, PATH_KEYS)
 
 
 def _paths(*paths: str) -> tuple[str, ...]:

@@ -185,7 +185,9 @@ def test_masked_secrets_count_as_kept(counter: TokenCounter) -> None:
         result("c1", "done"),
         {"role": "user", "content": "thanks"},
     ]
-    body = template("\n\n## Preserved Facts\n- Command: `OPENAI_API_KEY=[masked] python run.py`")
+    body = template(
+        "\n\n## Preserved Facts\n- Command: `OPENAI_API_KEY=[REDACTED:openai-key] python run.py`"
+    )
     report = evaluate(original, [original[0], summary(body), original[3]], counter=counter)
     assert report.category("commands").kept == [command]
 

@@ -19,9 +19,9 @@ from ctxpack.facts.extract import (
 )
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import clean_path, looks_like_path
-from ctxpack.facts.text import command_of
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tools import command_of
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, TAU_BENCH
 

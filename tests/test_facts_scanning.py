@@ -19,13 +19,14 @@ from ctxpack.facts.extract import (
     start_memo,
 )
 from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
-from ctxpack.facts.output import error_lines
 from ctxpack.facts.paths import clean_path, looks_like_path, paths_in_text
-from ctxpack.facts.text import identifiers_in, mask_secrets, values_in
+from ctxpack.facts.text import identifiers_in, values_in
+from ctxpack.redact import PATTERNS, mask
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import unresolved_failures
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tooloutput import error_lines
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, TAU_BENCH
 
@@ -53,20 +54,6 @@ ERROR = re.compile(
     )$""",
     re.MULTILINE | re.VERBOSE,
 )
-SECRETS = (
-    re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-)
-ASSIGN = re.compile(
-    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
-    r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
-)
-BEARER = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}")
 PATHISH = re.compile(r"[/\\]|\.[A-Za-z]")
 
 
@@ -90,10 +77,10 @@ def plain_values(text: str) -> list[str]:
 
 
 def plain_mask(text: str) -> str:
-    for pattern in SECRETS:
-        text = pattern.sub("[masked]", text)
-    text = ASSIGN.sub(lambda mt: mt.group(1) + "[masked]", text)
-    return BEARER.sub(lambda mt: mt.group(1) + "[masked]", text)
+    """Every secret pattern tried on the text, without the substring checks."""
+    for secret in PATTERNS:
+        text = secret.pattern.sub(secret.replace, text)
+    return text
 
 
 def plain_words(text: str) -> list[str]:
@@ -127,6 +114,7 @@ PIECES = [
     *"0123456789abcdefABCDEF-_#$€£%./\\:'\"` \t\n\xa0\u2028é",
     *("ms", " GB", "KiB", "s", "tokens", "minutes", "µs", "1990s", "1,5", "2.5"),
     *("sk-", "ghp_", "AKIA", "xox", "AIza", "password=", "Token: ", "Bearer ", "BEARER "),
+    *("sk-ant-", "github_pat_", "eyJ", ".eyJ", "://u:p@", "--api-key ", "secret: ", "KEY="),
     *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "ſ", "K", "İ"),
     *("a.py", "src/x.ts", "C:\\x\\y", "http://a.io/b", "e.g.", "~/", "../", "Node.js"),
     *("12345678-1234-1234-1234-123456789abc", "deadbeef1", "a1b2c3d4e5f6a7b8c9d0", "cafebabe"),
@@ -140,7 +128,7 @@ texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 def test_scanners_match_their_plain_definitions(text: str) -> None:
     assert identifiers_in(text) == plain_identifiers(text)
     assert values_in(text) == plain_values(text)
-    assert mask_secrets(text) == plain_mask(text)
+    assert mask(text) == plain_mask(text)
     if not any(c in text for c in "\"'`") and "://" not in text and ":\\" not in text:
         assert paths_in_text(text) == plain_words(text)
     found = dedupe(mt.group(1).strip()[:300] for mt in ERROR.finditer(text))[:5]
@@ -152,7 +140,7 @@ def test_scanners_match_their_plain_definitions_on_real_text() -> None:
     for text in fixture_texts():
         assert identifiers_in(text) == plain_identifiers(text)
         assert values_in(text) == plain_values(text)
-        assert mask_secrets(text) == plain_mask(text)
+        assert mask(text) == plain_mask(text)
 
 
 PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~/", "../", "x.js"]
@@ -176,7 +164,7 @@ def test_haystack_mentions_as_the_plain_regex(text: str, fact: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(texts, st.integers(min_value=2, max_value=80))
 def test_clip_of_a_long_text_reads_only_its_start(text: str, limit: int) -> None:
-    whole = collapse(mask_secrets(text * 20))
+    whole = collapse(mask(text * 20))
     expected = whole if len(whole) <= limit else whole[: limit - 1].rstrip() + "…"
     assert clip(text * 20, limit) == expected
 

@@ -225,7 +225,7 @@ def test_secrets_are_masked(counter: TokenCounter) -> None:
     middle = [*middle, {"role": "user", "content": f"Use token {secret} and never push to main."}]
     text = summarize(middle, counter).text
     assert secret not in text
-    assert "[masked]" in text
+    assert "[REDACTED:github-token]" in text
 
 
 def test_day_of() -> None:

@@ -28,7 +28,7 @@ from ctxpack.evaluate.checks import (
 )
 from ctxpack.facts.extract import FactCollector, Facts, MessageFacts, known_facts, message_facts
 from ctxpack.facts.match import Haystack
-from ctxpack.facts.text import mask_secrets
+from ctxpack.redact import mask
 from ctxpack.report import ratio
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
@@ -266,7 +266,7 @@ class _Survival:
         hit = self._seen.get(item)
         if hit is None:
             # The preserved-facts section masks credentials on purpose; that still counts.
-            hit = self.haystack.mentions(item) or self.haystack.mentions(mask_secrets(item))
+            hit = self.haystack.mentions(item) or self.haystack.mentions(mask(item))
             self._seen[item] = hit
         return hit
 

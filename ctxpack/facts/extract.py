@@ -19,20 +19,20 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.facts.match import Haystack, collapse
-from ctxpack.facts.output import error_lines, result_flagged_error
 from ctxpack.facts.paths import paths_in_text
 from ctxpack.facts.text import (
-    command_of,
     directives_in,
     identifiers_in,
-    mask_secrets,
     paths_in_arguments,
     urls_in,
     values_in,
 )
+from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tooloutput import error_lines, result_flagged_error
 from ctxpack.toolpairs import calls_of, parse_arguments
+from ctxpack.tools import command_of
 from ctxpack.transcript import Message
 
 
@@ -218,7 +218,7 @@ def missing_facts(facts: Facts, text: str) -> Facts:
 
 def fact_line(category: str, item: str) -> str:
     """One preserved fact as a list item; multi-line commands stay whole."""
-    item = mask_secrets(item)
+    item = mask(item)
     label = _LABELS.get(category, category)
     if category == "commands":
         if "\n" in item:

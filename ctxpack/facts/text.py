@@ -1,6 +1,6 @@
-"""Low-level scanners for the facts a reader of a transcript needs: paths,
-commands, error lines, identifiers, URLs, values, exit codes, and a small
-secret mask. Pure functions over strings and parsed tool arguments.
+"""Low-level scanners for the facts a reader of a transcript needs: paths in
+tool arguments, identifiers, URLs, values, directives. Pure functions over
+strings and parsed tool arguments.
 
 They run over every text of long transcripts, so each one first checks a
 cheap necessary condition (a substring any match must hold) and anchors its
@@ -10,14 +10,13 @@ engine skip ahead instead of trying every position."""
 from __future__ import annotations
 
 import re
-import shlex
 import string
 from collections.abc import Iterator
 from typing import Any
 
-# Re-exported: callers read every scanner from here.
 from ctxpack.facts.match import byte_view, collapse, dedupe, folded
 from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
+from ctxpack.tools import PATH_LIKE_KEYS, command_of, patched_files
 
 _URL_TRAIL = ".,;:!?*_"
 
@@ -78,77 +77,12 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_SENTENCE = 300
 
 
-COMMAND_KEYS = ("command", "cmd", "script")
-PATH_KEYS = (
-    "file_path",
-    "path",
-    "filepath",
-    "filename",
-    "file",
-    "notebook_path",
-    "target_file",
-    "old_path",
-    "new_path",
-    "directory",
-    "dir",
-    "workdir",
-    "cwd",
-)
-# str_replace_editor-style tools reuse "command" for their own sub-commands.
-EDITOR_SUBCOMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "write"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powershell", "cmd"})
-_SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
-
-# Each secret shape with what any match of it contains, so most texts skip
-# the regexes: tried in this order.
-_SECRETS = (
-    (("sk-",), re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")),
-    (("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}")),
-    (("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    (("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    (("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
-    (
-        ("-----BEGIN ",),
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ),
-)
-_SECRET_ASSIGN_RE = re.compile(
-    r"(?i)\b((?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
-    r"\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
-)
-_ASSIGN_HINTS = ("pass", "pwd", "secret", "key", "token")  # lowercased
-_BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}")
-MASK = "[masked]"
-
-
-def mask_secrets(text: str) -> str:
-    """Hide the obvious credential shapes; a deliberately small local mask."""
-    # Every shape above holds one of these.
-    if "sk-" in text or "gh" in text or "A" in text or "xox" in text or "-----" in text:
-        for hints, pattern in _SECRETS:
-            for hint in hints:
-                if hint in text:
-                    text = pattern.sub(MASK, text)
-                    break
-    lowered = folded(text)
-    if lowered is None or (
-        ("=" in text or ":" in text) and any(hint in lowered for hint in _ASSIGN_HINTS)
-    ):
-        text = _SECRET_ASSIGN_RE.sub(lambda mt: mt.group(1) + MASK, text)
-        lowered = folded(text)
-    if lowered is None or "bearer" in lowered:
-        text = _BEARER_RE.sub(lambda mt: mt.group(1) + MASK, text)
-    return text
-
-
 # ---- paths ---------------------------------------------------------------
 
 
 def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
     out: list[str] = []
-    for key in PATH_KEYS:
+    for key in PATH_LIKE_KEYS:
         value = args.get(key)
         values = value if isinstance(value, list) else [value]
         for item in values:
@@ -158,35 +92,11 @@ def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
     if "*** " in raw or "\\u" in raw or not raw:
         for value in [*(v for v in args.values() if isinstance(v, str)), raw]:
             if "*** " in value:
-                out.extend(mt.group(1).strip() for mt in _PATCH_FILE_RE.finditer(value))
+                out.extend(patched_files(value))
     command = command_of(args)
     if command:
         out.extend(paths_in_command(command))
     return dedupe(out)
-
-
-# ---- commands ------------------------------------------------------------
-
-
-def _join_argv(argv: list[str]) -> str:
-    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in _SHELL_FLAGS:
-        return " ".join(argv[2:]).strip()
-    return shlex.join(argv)
-
-
-def command_of(args: dict[str, Any]) -> str | None:
-    """The shell command a tool call ran, kept whole (multi-line included)."""
-    for key in COMMAND_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            if key == "command" and value.strip() in EDITOR_SUBCOMMANDS:
-                continue
-            return value.strip()
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            joined = _join_argv(value)
-            if joined:
-                return joined
-    return None
 
 
 # ---- identifiers, urls, values, directives --------------------------------

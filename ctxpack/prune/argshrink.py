@@ -13,13 +13,12 @@ import json
 import re
 from typing import Any
 
-from ctxpack.tools import TRUNCATION_MARK
+from ctxpack.tools import COMMAND_KEYS, TRUNCATION_MARK
 
 MAX_ARGUMENT_CHARS = 500
 KEEP_CHARS = 200
 # A command is a key fact a later reader (and `ctxpack eval`) looks for verbatim;
 # it stays whole unless it is a whole program in itself.
-COMMAND_KEYS = frozenset({"command", "cmd"})
 COMMAND_KEEP_CHARS = 8_000
 
 _MARKED = re.compile(re.escape(TRUNCATION_MARK) + r"[\d,]+ more chars\]\Z")

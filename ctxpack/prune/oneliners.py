@@ -10,13 +10,9 @@ with the same prefix, so a later run knows not to prune it again.
 from __future__ import annotations
 
 from ctxpack import tooloutput as outputs
-from ctxpack.tools import CallInfo, base_name, describe
+from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 PRUNED_PREFIX = "[ctxpack pruned]"
-
-_FILE_SEARCHES = frozenset(
-    {"glob", "find_file", "file_search", "ls", "list_dir", "list_files", "list_directory"}
-)
 
 
 def is_pruned(text: str) -> bool:
@@ -33,9 +29,10 @@ def one_liner(
     images: int = 0,
     info: CallInfo | None = None,
 ) -> str:
-    """One line that stands in for `output`, the result of calling `name`."""
+    """One line that stands in for `output`, the result of calling `name`;
+    `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
-    facts = outputs.analyze(output, is_error=is_error)
+    facts = outputs.analyze(output, flagged=is_error)
     status = _status(facts)
     quote_kind, quote = _quote(call, facts)
     details = _details(call, facts)
@@ -67,21 +64,21 @@ def _status(facts: outputs.OutputFacts) -> str:
 
 
 def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
-    if call.family in ("read", "write"):
+    if call.family in (Family.READ, Family.WRITE):
         return outputs.read_span(facts.body)
-    if call.family == "search":
+    if call.family is Family.SEARCH:
         found = outputs.match_count(facts)
         if found is None:
             return ""
         count, noun = found
-        if noun != "files" and base_name(call.name) in _FILE_SEARCHES:
+        if noun != "files" and base_name(call.name) in FILE_SEARCH_TOOLS:
             noun = "file"
         elif noun == "lines":
             noun = "result line"
         else:
             noun = "file" if noun == "files" else "match"
         return f"{count:,} {noun}" + ("" if count == 1 else "es" if noun == "match" else "s")
-    if call.family == "other" and facts.json_value is not None:
+    if call.family is Family.OTHER and facts.json_value is not None:
         return outputs.json_shape(facts.json_value)
     return ""
 
@@ -92,14 +89,14 @@ def _quote(call: CallInfo, facts: outputs.OutputFacts) -> tuple[str, str]:
     value = facts.json_value
     if isinstance(value, dict) and isinstance(value.get("error"), str) and value["error"]:
         return "error", outputs.first_line(value["error"])
-    if facts.error and call.family != "command":
+    if facts.error and call.family is not Family.COMMAND:
         return "error", outputs.first_line(body)
-    if call.family == "command":
+    if call.family is Family.COMMAND:
         return "last", outputs.informative_line(body, prefer_error=facts.error)
-    if call.family == "write" and call.paths:
+    if call.family is Family.WRITE and call.paths:
         return "", ""
-    if call.family in ("write", "web", "agent"):
+    if call.family in (Family.WRITE, Family.WEB, Family.AGENT):
         return "first", outputs.first_line(body)
-    if call.family == "other" and facts.json_value is None:
+    if call.family is Family.OTHER and facts.json_value is None:
         return "first", outputs.first_line(body)
     return "", ""

@@ -23,6 +23,7 @@ from ctxpack.prune.oneliners import duplicate_note, is_pruned, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tooloutput import result_flagged_error
 from ctxpack.tools import CallInfo, describe
 from ctxpack.transcript import Message, Transcript
 
@@ -329,22 +330,13 @@ def _plan_output(
         name=use.name if use else tool,
         arguments=use.arguments if use else "",
         output=body,
-        is_error=_is_error(msg),
+        is_error=result_flagged_error(msg),
         images=m.image_count(msg),
         info=info,
     )
     reason = stale.reason if stale is not None else f"old output, {len(body):,} chars"
     # The ref lets `ctxpack show` print the full output from the archive.
     return {**msg, "content": f"{line}; full: {ref_for_text(body)}"}, SUMMARIZE, tool, reason
-
-
-def _is_error(msg: Message) -> bool:
-    if msg.get("is_error") is True:
-        return True
-    content = msg.get("content")
-    if isinstance(content, list):
-        return any(isinstance(p, dict) and p.get("is_error") is True for p in content)
-    return False
 
 
 def _plan_arguments(msg: Message, settings: PruneSettings) -> tuple[Message, str, str, str] | None:

@@ -3,37 +3,34 @@ and what came of it (exit code, test counts, first error line)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse
-from ctxpack.facts.output import error_lines, exit_code, result_flagged_error, still_running
 from ctxpack.facts.paths import paths_in_command
-from ctxpack.facts.text import command_of, mask_secrets, paths_in_arguments
+from ctxpack.facts.text import paths_in_arguments
+from ctxpack.redact import mask
+from ctxpack.tooloutput import (
+    error_lines,
+    exit_code,
+    result_failed,
+    result_flagged_error,
+    still_running,
+    test_summary,
+)
 from ctxpack.toolpairs import ToolUse, parse_arguments
+from ctxpack.tools import PATH_KEYS, PATTERN_KEYS, Family, command_of, creates_file, family_of
 from ctxpack.transcript import Message
 
-_READ = frozenset({"read", "read_file", "open", "view", "cat", "notebookread", "view_file"})
-_EDIT = frozenset(
-    {"edit", "multiedit", "str_replace", "edit_file", "patch", "apply_patch", "notebookedit"}
-    | {"replace", "insert", "search_replace"}
-)
-_CREATE = frozenset({"write", "write_file", "create", "create_file"})
-_SEARCH = frozenset(
-    {"grep", "glob", "search", "find_file", "search_file", "search_dir", "search_files"}
-    | {"find", "ls", "list_dir", "list_files"}
-)
-_FETCH = frozenset({"webfetch", "websearch", "web_search", "fetch", "web_fetch", "browse"})
-_DELEGATE = frozenset({"task", "agent", "delegate_task"})
-_EDITOR_KIND = {
-    "view": "read",
-    "create": "create",
-    "str_replace": "edit",
-    "insert": "edit",
-    "undo_edit": "edit",
+# What the summary calls each family's action; a write is an edit or a creation.
+_KINDS = {
+    Family.READ: "read",
+    Family.WRITE: "edit",
+    Family.SEARCH: "search",
+    Family.WEB: "fetch",
+    Family.AGENT: "delegate",
 }
 
 VERBS = {
@@ -46,18 +43,6 @@ VERBS = {
     "delegate": "Delegated",
     "call": "Called",
 }
-_PATH_ARG_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
-_PATTERN_KEYS = ("pattern", "query", "regex", "search_term", "file_name", "q")
-
-_TESTS_RE = re.compile(
-    r"(\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed)"
-    r"(?:, \d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected))*)"
-    r" in \d"
-)
-_CARGO_RE = re.compile(r"test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed")
-_JEST_RE = re.compile(r"Tests:\s+([^\n]*?\d+ total)")
-_FAILED_START = re.compile(r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
-_TESTS_HINTS = ("passed", "failed", "error", "skipped")
 # Commands whose path arguments are only looked at.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed", "rg"})
 MAX_TARGET = 120
@@ -90,7 +75,7 @@ class Action:
 
 
 def clip(text: str, limit: int) -> str:
-    masked = mask_secrets(text)
+    masked = mask(text)
     # Only the start of a long text shows: collapse a prefix while that is
     # enough (a prefix collapses to a prefix of the whole, collapsed).
     size = 4 * limit + 64
@@ -108,27 +93,17 @@ def code_span(text: str) -> str:
 
 
 def _kind(name: str, args: dict[str, Any], command: str | None) -> str:
-    lowered = name.lower()
-    sub = args.get("command")
-    if isinstance(sub, str) and sub in _EDITOR_KIND and any(k in args for k in _PATH_ARG_KEYS):
-        return _EDITOR_KIND[sub]
-    if command:
-        return "run"
-    for kind, names in (
-        ("read", _READ),
-        ("edit", _EDIT),
-        ("create", _CREATE),
-        ("search", _SEARCH),
-        ("fetch", _FETCH),
-        ("delegate", _DELEGATE),
-    ):
-        if lowered in names:
-            return kind
-    return "call"
+    family = family_of(name, args)
+    if command and family in (Family.COMMAND, Family.OTHER):
+        return "run"  # a custom tool handed a shell command ran it too
+    if family is Family.WRITE and creates_file(name, args):
+        return "create"
+    # A command tool's call without a command (a poll, input) shows as a plain call.
+    return "call" if family is Family.COMMAND else _KINDS.get(family, "call")
 
 
 def _arg_path(args: dict[str, Any], raw: str) -> str | None:
-    for key in _PATH_ARG_KEYS:
+    for key in PATH_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
@@ -159,7 +134,7 @@ def _target(
         if path:
             return clip(path, 200), path
     if kind == "search":
-        pattern = next((args[k] for k in _PATTERN_KEYS if isinstance(args.get(k), str)), "")
+        pattern = next((args[k] for k in PATTERN_KEYS if isinstance(args.get(k), str)), "")
         where = _arg_path(args, raw)
         shown = code_span(clip(pattern, 80)) + (f" in {clip(where, 160)}" if where else "")
         return shown, f"{pattern}@{where}"
@@ -177,19 +152,6 @@ def head_of(command: str) -> str:
     words = command.split()
     rest = [w for w in words[1:] if not w.startswith("-")]
     return " ".join(words[:1] + rest[:1])
-
-
-def _tests(output: str) -> str | None:
-    # pytest and cargo summaries name passed, failed, error(s) or skipped.
-    counted = any(hint in output for hint in _TESTS_HINTS)
-    found = [mt.group(1) for mt in _TESTS_RE.finditer(output)] if counted else []
-    if found:
-        return found[-1]
-    cargo = list(_CARGO_RE.finditer(output)) if counted and "test result: " in output else []
-    if cargo:
-        return f"{cargo[-1].group(1)} passed, {cargo[-1].group(2)} failed"
-    jest = list(_JEST_RE.finditer(output)) if "Tests:" in output else []
-    return collapse(jest[-1].group(1)) if jest else None
 
 
 def make_action(
@@ -222,13 +184,8 @@ def make_action(
     flagged = any(result_flagged_error(o) for o in outputs)
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
-    tests = _tests(out) if kind == "run" else None
-    failed = bool(outputs) and (
-        flagged
-        or (code is not None and code != 0)
-        or (code is None and bool(_FAILED_START.match(out)))
-        or (tests is not None and " failed" in tests and not tests.startswith("0 failed"))
-    )
+    tests = test_summary(out) if kind == "run" else None
+    failed = bool(outputs) and result_failed(out, flagged=flagged)
     errors = error_lines(out, flagged=flagged) if failed else []
     pending = not outputs or running
     if kind == "create" and not failed:

@@ -13,10 +13,10 @@ from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
 from ctxpack.markers import is_summary
 from ctxpack.summarize.offline.actions import Action, clip, make_action
+from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
 from ctxpack.transcript import Message
 
-_SESSION_RE = re.compile(r"Process running with session ID (\d+)")
 _WRAPPER_ASK = re.compile(r"^<([\w-]+)>[\s\S]*</\1>$")
 _DECISION_RE = re.compile(
     r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
@@ -115,9 +115,9 @@ def scan(middle: list[Message]) -> Scan:
                     result,
                     make_action(use, outputs, seen=result.file_marks, args=args, output=output),
                 )
-                session = _SESSION_RE.search(output[:400])
+                session = running_session(output)
                 if action.pending and session:
-                    sessions[session.group(1)] = (use, action)
+                    sessions[session] = (use, action)
         elif role == "user" and not m.is_tool_result(msg):
             _read_user(result, replies, index, msg, body)
     result.facts = facts.facts()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxpack.facts.match import collapse
-from ctxpack.facts.text import mask_secrets
+from ctxpack.redact import mask
 from ctxpack.summarize.offline.actions import Action, clip
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
@@ -58,7 +58,7 @@ def _sections(scan: Scan, date: str | None, focus: str | None, start: int) -> di
         "Historical Task Snapshot": _snapshot(scan, date, focus, done),
         "Goal": _goal(scan),
         "Constraints & Preferences": [
-            Item(f"- The user said: {quote(mask_secrets(d))}") for d in scan.facts.directives
+            Item(f"- The user said: {quote(mask(d))}") for d in scan.facts.directives
         ],
         "Completed Actions": [
             Item(f"{n}. {action.line()}", order=n) for n, action in reversed(numbered)
@@ -197,13 +197,13 @@ def ordered_marks(marks: list[str]) -> list[str]:
 
 
 def file_items(marks: dict[str, list[str]]) -> list[Item]:
-    return [Item(f"- {mask_secrets(path)} — {', '.join(found)}") for path, found in marks.items()]
+    return [Item(f"- {mask(path)} — {', '.join(found)}") for path, found in marks.items()]
 
 
 def _context(scan: Scan) -> list[Item]:
     facts = scan.facts
     items = [Item(f"- ID: {ident}") for ident in facts.identifiers]
-    items.extend(Item(f"- URL: {mask_secrets(url)}") for url in facts.urls)
+    items.extend(Item(f"- URL: {mask(url)}") for url in facts.urls)
     values = facts.values
     for i in range(0, len(values), VALUES_PER_LINE):
         chunk = ", ".join(collapse(v) for v in values[i : i + VALUES_PER_LINE])
