@@ -174,10 +174,11 @@ def summarize_messages(
     room = budget_tokens - counter.text(text)
     # Calls that never got a result are stripped at assembly: keep their facts too.
     _, unanswered = toolpairs.orphans(messages)
+    unanswered_ids = {use.call_id for use in unanswered if use.call_id}
     stripped = [
         msg
         for msg in (*head, *tail)
-        if any(m.call_id(call) in unanswered for call in m.tool_calls(msg))
+        if any(m.call_id(call) in unanswered_ids for call in m.tool_calls(msg))
     ]
     facts = preserved_facts_section(
         [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
