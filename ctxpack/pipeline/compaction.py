@@ -189,7 +189,8 @@ def summarize_messages(
     source_turns = _jsonl(middle)
     text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
     first = not any(markers.has_system_note(msg) for msg in head)
-    out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    assembly = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
         report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
@@ -197,6 +198,7 @@ def summarize_messages(
             report.status = "nothing-to-compress"
         return messages
     report.status = "compacted"
+    report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source

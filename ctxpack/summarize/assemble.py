@@ -23,7 +23,7 @@ class Assembly:
     summary_index: int
     role: str
     merged: bool
-    system_note_added: bool
+    # What the sanitizer changed to make the tool pairs whole again.
     sanitizer_notes: list[str] = field(default_factory=list)
 
 
@@ -37,17 +37,9 @@ def summary_block(summary: str) -> str:
 
 def assemble(
     *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
-) -> list[Message]:
-    return assemble_detail(
-        head=head, summary=summary, tail=tail, first_compaction=first_compaction
-    ).messages
-
-
-def assemble_detail(
-    *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
 ) -> Assembly:
     block = summary_block(summary)
-    head, noted = _note_system(head) if first_compaction else (head, False)
+    head = _note_system(head) if first_compaction else head
     role = summary_role(head, tail)
     merged = role is None
     if role is None:
@@ -69,7 +61,6 @@ def assemble_detail(
         summary_index=kept[rank],
         role=role,
         merged=merged,
-        system_note_added=noted,
         sanitizer_notes=notes,
     )
 
@@ -87,15 +78,15 @@ def summary_role(head: list[Message], tail: list[Message]) -> str | None:
     return role
 
 
-def _note_system(head: list[Message]) -> tuple[list[Message], bool]:
+def _note_system(head: list[Message]) -> list[Message]:
     """The head with the compaction note on its first system message (once only)."""
     if any(has_system_note(msg) for msg in head):
-        return head, False
+        return head
     for i, msg in enumerate(head):
         if m.role(msg) in SYSTEM_ROLES:
             noted = {**msg, "content": _append_text(msg.get("content"), SYSTEM_NOTE)}
-            return [*head[:i], noted, *head[i + 1 :]], True
-    return head, False
+            return [*head[:i], noted, *head[i + 1 :]]
+    return head
 
 
 def _append_text(content: Any, text: str) -> Any:
