@@ -9,8 +9,6 @@ from ctxpack.transcript import Message
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "tool_output", "refusal"})
 IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
-# Parts that repeat a tool call already present in `tool_calls` (vendor exports).
-CALL_PART_TYPES = frozenset({"tool_call", "tool_use", "function_call"})
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 
 

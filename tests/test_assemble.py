@@ -1,4 +1,4 @@
-"""Assembly (SPEC 4): head + summary + tail, roles alternate at the summary,
+"""Assembly: head + summary + tail, roles alternate at the summary,
 the system note appears once, tool pairs stay whole, and a second compaction
 updates the summary instead of nesting one."""
 

@@ -1,4 +1,4 @@
-"""The `anthropic` adapter: Messages API records and Cline message lists (FORMATS 10).
+"""The `anthropic` adapter: Messages API records and Cline message lists.
 
 The conversations come from the Claude Code fixture (its assistant lines are
 Messages API responses), regrouped into Anthropic messages by the test.

@@ -1,4 +1,4 @@
-"""The `claude-code` adapter: Claude Code session logs (SPEC 2, FORMATS 1)."""
+"""The `claude-code` adapter: Claude Code session logs."""
 
 from __future__ import annotations
 

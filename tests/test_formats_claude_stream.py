@@ -1,4 +1,4 @@
-"""The `claude-stream-json` adapter: `claude -p --output-format stream-json` logs (FORMATS 2)."""
+"""The `claude-stream-json` adapter: `claude -p --output-format stream-json` logs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `codex` adapter: Codex CLI rollouts (SPEC 2, FORMATS 3)."""
+"""The `codex` adapter: Codex CLI rollouts."""
 
 from __future__ import annotations
 

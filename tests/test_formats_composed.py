@@ -1,6 +1,6 @@
 """The stages compose: `ctxpack prune F | ctxpack summarize --offline -` writes
 the very bytes `ctxpack compress --offline --force F` writes, for every
-writable format (SPEC 4); and a compacted agent log keeps only the compacted
+writable format; and a compacted agent log keeps only the compacted
 conversation, so it is much smaller than the log it came from."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The format registry: detection, conversion between formats, and the
-`formats` / `convert` commands (SPEC 2)."""
+`formats` / `convert` commands."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `sharegpt` adapter: glaive function calls and Hermes tool tags (FORMATS 5)."""
+"""The `sharegpt` adapter: glaive function calls and Hermes tool tags."""
 
 from __future__ import annotations
 

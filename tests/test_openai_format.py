@@ -1,4 +1,4 @@
-"""Lossless reading and writing of the `openai` format (SPEC 2)."""
+"""Lossless reading and writing of the `openai` format."""
 
 from __future__ import annotations
 

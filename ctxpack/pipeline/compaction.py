@@ -1,4 +1,4 @@
-"""The whole compaction: prune -> align -> summarize/update -> assemble (SPEC 4)."""
+"""The whole compaction: prune -> align -> summarize/update -> assemble."""
 
 from __future__ import annotations
 
@@ -211,7 +211,6 @@ def summarize_messages(
 class Prepared:
     """A session cut into head, middle and tail, and the request for its middle."""
 
-    plan: AlignPlan
     head: list[Message]
     middle: list[Message]
     tail: list[Message]
@@ -244,7 +243,7 @@ def prepare_request(
         focus=settings.focus,
         last_timestamp=last_timestamp,
     )
-    return Prepared(plan, head, middle, tail, request, budget_tokens)
+    return Prepared(head, middle, tail, request, budget_tokens)
 
 
 def _jsonl(messages: list[Message]) -> bytearray:
