@@ -11,7 +11,6 @@ from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX, SYSTEM_NOTE, has_system
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.transcript import Message
 
-SYSTEM_ROLES = ("system", "developer")
 RESULT_ROLES = ("tool", "function")
 _PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
 
@@ -68,7 +67,7 @@ def assemble(
 def summary_role(head: list[Message], tail: list[Message]) -> str | None:
     """The role of a standalone summary between head and tail; None: merge it."""
     last = m.role(head[-1]) if head else ""
-    only_system = all(m.role(msg) in SYSTEM_ROLES for msg in head)
+    only_system = all(m.is_system(msg) for msg in head)
     role = "user" if only_system or last in ("assistant", *RESULT_ROLES) else "assistant"
     if tail and m.role(tail[0]) == role:
         flipped = "assistant" if role == "user" else "user"
@@ -83,7 +82,7 @@ def _note_system(head: list[Message]) -> list[Message]:
     if any(has_system_note(msg) for msg in head):
         return head
     for i, msg in enumerate(head):
-        if m.role(msg) in SYSTEM_ROLES:
+        if m.is_system(msg):
             noted = {**msg, "content": _append_text(msg.get("content"), SYSTEM_NOTE)}
             return [*head[:i], noted, *head[i + 1 :]]
     return head
