@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack.cli import app
-from tests.conftest import FIXTURES, TAU_BENCH
+from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
 runner = CliRunner()
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -60,7 +60,7 @@ def session_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real Claude Code session (64 messages, ~50k tokens) as OpenAI JSONL."""
     transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
     path = tmp_path_factory.mktemp("s") / "session.jsonl"
-    path.write_bytes(formats.write(transcript, fmt="openai"))
+    path.write_bytes(formats.write(transcript, fmt="openai", counter=COUNTER))
     return path
 
 

@@ -26,7 +26,7 @@ from ctxpack.prune.stage import (
 )
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
-from tests.conftest import TAU_BENCH
+from tests.conftest import COUNTER, TAU_BENCH
 
 SMALL = PruneSettings(budget=Budget(tail_tokens=500, protect_last=4))
 
@@ -128,7 +128,7 @@ def test_tau_bench_pruning_twice_changes_nothing(
     assert all(not r.rows and not r.applied for r in results)
     for a, b in zip(once.sessions, twice.sessions, strict=True):
         assert a is b
-    assert formats.write(twice) == formats.write(once)
+    assert formats.write(twice, counter=COUNTER) == formats.write(once, counter=COUNTER)
 
 
 def test_tau_bench_stand_ins_are_short_and_written_back(
@@ -144,7 +144,7 @@ def test_tau_bench_stand_ins_are_short_and_written_back(
                 continue
             assert is_pruned(msg["content"]) and "\n" not in msg["content"]
             assert len(msg["content"]) < (200 if row.action == DEDUPE else 320)
-    data = formats.write(pruned)
+    data = formats.write(pruned, counter=COUNTER)
     again = formats.read(data, path="pruned.json")
     assert [len(s.messages) for s in again.sessions] == [len(s.messages) for s in pruned.sessions]
 
@@ -411,4 +411,4 @@ def test_unchanged_sessions_keep_their_identity(tau: Transcript, counter: TokenC
     pruned, results = prune_transcript(tau, counter=counter, settings=PruneSettings())
     assert all(not r.applied for r in results)
     assert all(a is b for a, b in zip(tau.sessions, pruned.sessions, strict=True))
-    assert formats.write(pruned) == TAU_BENCH.read_bytes()
+    assert formats.write(pruned, counter=COUNTER) == TAU_BENCH.read_bytes()

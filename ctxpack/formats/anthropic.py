@@ -19,6 +19,7 @@ from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
 from ctxpack.formats.origins import resolve
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _BLOCK = re.compile(rb'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"')
@@ -164,7 +165,7 @@ class AnthropicFormat:
         session.context["spans"] = jsonspans.array_items(body, messages_span[0])
         return [session]
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         layout = transcript.layout
         mode = layout.get("mode")
         if transcript.unchanged() and mode is not None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, overload
 
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import RawLine, Transcript
 
 BOM = b"\xef\xbb\xbf"
@@ -34,7 +35,10 @@ class FormatAdapter(Protocol):
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript: ...
 
-    def write(self, transcript: Transcript) -> bytes: ...
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
+        """The transcript in this format; `counter` is the run's, for any token
+        count the format records."""
+        ...
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], bool]:

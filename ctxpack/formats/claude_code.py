@@ -20,6 +20,7 @@ from typing import Any
 
 from ctxpack.formats import blocks, jsonl
 from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 # Entries that take part in the uuid/parentUuid tree.
@@ -218,9 +219,9 @@ class ClaudeCodeFormat:
             self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
         )
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.claude_code_write import write
 
         if transcript.unchanged() and "doc" in transcript.layout:
             return transcript.raw
-        return write(transcript)
+        return write(transcript, counter=counter)

@@ -26,6 +26,7 @@ from ctxpack.formats import jsonl
 from ctxpack.formats.base import ReadOptions
 from ctxpack.formats.claude_code import last_timestamp, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
@@ -178,7 +179,7 @@ class ClaudeStreamFormat:
             self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
         )
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         if transcript.unchanged() and "doc" in transcript.layout:
             return transcript.raw
-        return write(transcript, writer=StreamWriter)
+        return write(transcript, counter=counter, writer=StreamWriter)

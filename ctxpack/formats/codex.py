@@ -24,6 +24,7 @@ from typing import Any
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
 from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
@@ -260,7 +261,7 @@ class CodexFormat:
             self.name, [session], path=path, raw=data, skipped_lines=doc.skipped, layout=layout
         )
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.codex_write import write
 
         if transcript.unchanged() and "doc" in transcript.layout:

@@ -22,6 +22,7 @@ from ctxpack import markers
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, split_lines
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _V0 = re.compile(rb'"source"\s*:\s*"(agent|user|environment)"')
@@ -288,5 +289,5 @@ class OpenHandsFormat:
         layout: dict[str, Any] = {"last_timestamp": stamp} if stamp else {}
         return Transcript(self.name, sessions, path=path, raw=data, layout=layout)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError("openhands is read only")

@@ -20,6 +20,7 @@ from typing import Any
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, ReadOptions, split_lines
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -234,7 +235,7 @@ class ShareGPTFormat:
             layout["last_timestamp"] = stamps[-1]
         return transcript
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.sharegpt_write import write
 
         if transcript.unchanged() and "mode" in transcript.layout:
