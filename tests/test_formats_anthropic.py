@@ -194,7 +194,7 @@ def test_cline_text_results_answer_the_call_before_them() -> None:
         "tool_call_id": "tooluse_1",
         "content": "[list_files] Result:\nREADME.md\nsrc/",
     }
-    assert transcript.layout["last_timestamp"] == "2026-04-24T23:26:15Z"
+    assert transcript.last_timestamp == "2026-04-24T23:26:15Z"
     edited = [*msgs[:2], {**msgs[2], "content": "[list_files] Result: (pruned)"}, msgs[3]]
     out = formats.write(
         transcript.with_sessions([transcript.sessions[0].with_messages(edited)]), counter=COUNTER

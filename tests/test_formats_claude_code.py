@@ -143,7 +143,7 @@ def test_split_assistant_lines_merge_into_one_message() -> None:
 
 def test_last_timestamp_is_the_last_message_line() -> None:
     transcript = formats.read(OPUS.read_bytes(), path=str(OPUS))
-    assert transcript.layout["last_timestamp"] == _lines(OPUS.read_bytes())[-1]["timestamp"]
+    assert transcript.last_timestamp == _lines(OPUS.read_bytes())[-1]["timestamp"]
 
 
 @pytest.mark.parametrize("path", [HAIKU, SUBAGENT], ids=lambda p: p.name)

@@ -95,7 +95,7 @@ def test_items_map_to_chat_messages() -> None:
     first = msgs[4]
     assert [m.call_name(c) for c in m.tool_calls(first)] == ["exec_command"] * 4
     assert first["reasoning"][0]["encrypted_content"].startswith("gAAAA")
-    assert transcript.layout["last_timestamp"] == _lines(ROLLOUT.read_bytes())[-1]["timestamp"]
+    assert transcript.last_timestamp == _lines(ROLLOUT.read_bytes())[-1]["timestamp"]
     # The rollout stops mid-turn: its last calls were never answered.
     assert toolpairs.orphans(msgs)[0] == []
 

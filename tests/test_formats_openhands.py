@@ -16,7 +16,7 @@ def test_v0_events_convert_to_openai_with_consistent_tool_pairs() -> None:
     events = json.loads(GUI.read_bytes())
     transcript = formats.read(GUI.read_bytes(), path=str(GUI))
     assert transcript.format == "openhands"
-    assert transcript.layout["last_timestamp"] == events[-1]["timestamp"]
+    assert transcript.last_timestamp == events[-1]["timestamp"]
     out = formats.write(transcript, fmt="openai", counter=COUNTER)
     msgs = formats.read(out, path="out.jsonl").sessions[0].messages
     assert toolpairs.orphans(msgs) == ([], [])

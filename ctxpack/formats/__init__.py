@@ -88,10 +88,10 @@ def convert(transcript: Transcript, fmt: str, *, counter: TokenCounter) -> bytes
     ]
     if adapter.name == "openai":
         return _openai_lines(sessions)
-    layout = {k: v for k, v in transcript.layout.items() if k == "last_timestamp"}
-    return adapter.write(
-        Transcript(adapter.name, sessions, path=transcript.path, layout=layout), counter=counter
+    bare = Transcript(
+        adapter.name, sessions, path=transcript.path, last_timestamp=transcript.last_timestamp
     )
+    return adapter.write(bare, counter=counter)
 
 
 def portable(msg: Message) -> Message:

@@ -135,11 +135,14 @@ class AnthropicFormat:
                 sessions = self._document(doc, body, start, layout)
             except ValueError as exc:
                 raise InputError(str(exc), path=path) from None
-        stamp = _last_ts(sessions)
-        if stamp:
-            layout["last_timestamp"] = stamp
         return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=skipped, layout=layout
+            self.name,
+            sessions,
+            path=path,
+            raw=data,
+            skipped_lines=skipped,
+            layout=layout,
+            last_timestamp=_last_ts(sessions) or None,
         )
 
     def _document(self, doc: Any, body: bytes, start: int, layout: dict[str, Any]) -> list[Session]:

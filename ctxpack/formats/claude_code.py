@@ -210,13 +210,15 @@ class ClaudeCodeFormat:
             session_of(doc, chain, label)
             for label, chain in chains(doc, include_sidechains=options.include_sidechains)
         ]
-        layout: dict[str, Any] = {"doc": doc}
-        if sessions and sessions[0].context["chain"]:
-            stamp = last_timestamp(doc, sessions[0].context["chain"])
-            if stamp:
-                layout["last_timestamp"] = stamp
+        chain = sessions[0].context["chain"] if sessions else []
         return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+            self.name,
+            sessions,
+            path=path,
+            raw=data,
+            skipped_lines=doc.skipped,
+            layout={"doc": doc},
+            last_timestamp=(last_timestamp(doc, chain) or None) if chain else None,
         )
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:

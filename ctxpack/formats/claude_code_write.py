@@ -76,9 +76,8 @@ def write(
     for number, session in enumerate(transcript.sessions):
         if "chain" in session.context and session.unchanged():
             continue
-        stamp = transcript.layout.get("last_timestamp")
         make = writer or SessionWriter
-        make(doc, session, number, stamp if isinstance(stamp, str) else EPOCH, counter).run(edits)
+        make(doc, session, number, transcript.last_timestamp or EPOCH, counter).run(edits)
     return edits.apply(doc)
 
 

@@ -171,12 +171,14 @@ class ClaudeStreamFormat:
             session_of(doc, lines, label)
             for label, lines in views(doc, include_sidechains=options.include_sidechains)
         ]
-        layout: dict[str, Any] = {"doc": doc}
-        stamp = last_timestamp(doc, sessions[0].context["chain"])
-        if stamp:
-            layout["last_timestamp"] = stamp
         return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+            self.name,
+            sessions,
+            path=path,
+            raw=data,
+            skipped_lines=doc.skipped,
+            layout={"doc": doc},
+            last_timestamp=last_timestamp(doc, sessions[0].context["chain"]) or None,
         )
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:

@@ -286,8 +286,7 @@ class OpenHandsFormat:
                 Session(messages=messages, originals=[(x, b"") for x in messages], label=label)
             )
             stamp = _last_timestamp(events) or stamp
-        layout: dict[str, Any] = {"last_timestamp": stamp} if stamp else {}
-        return Transcript(self.name, sessions, path=path, raw=data, layout=layout)
+        return Transcript(self.name, sessions, path=path, raw=data, last_timestamp=stamp or None)
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError("openhands is read only")

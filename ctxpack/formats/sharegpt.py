@@ -232,7 +232,7 @@ class ShareGPTFormat:
             transcript = Transcript(self.name, sessions, path=path, raw=data, layout=layout)
         stamps = [s.context["record"].get("timestamp") for s in sessions]
         if stamps and isinstance(stamps[-1], str):
-            layout["last_timestamp"] = stamps[-1]
+            transcript.last_timestamp = stamps[-1]
         return transcript
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:

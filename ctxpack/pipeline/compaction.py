@@ -288,14 +288,13 @@ def compress_transcript(
 ) -> tuple[Transcript, CompressReport]:
     sessions = []
     reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
     for number, session in enumerate(transcript.sessions):
         messages, report = compress_messages(
             session.messages,
             counter=counter,
             settings=settings,
             label=session.label or f"#{number}",
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            last_timestamp=transcript.last_timestamp,
         )
         sessions.append(
             session if messages is session.messages else session.with_messages(messages)
@@ -321,7 +320,6 @@ def summarize_transcript(
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
     sessions = []
     reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
     for number, session in enumerate(transcript.sessions):
         before = tally(session.messages, counter=counter)
         report = SessionReport(
@@ -335,7 +333,7 @@ def summarize_transcript(
             counter=counter,
             settings=settings,
             report=report,
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            last_timestamp=transcript.last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
         )
