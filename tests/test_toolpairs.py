@@ -10,16 +10,7 @@ from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.toolpairs import LEGACY_SLOT, ToolUse, pair
 from ctxpack.transcript import Message
-from tests.test_boundaries import (
-    EST,
-    assistant,
-    calls,
-    legacy_call,
-    legacy_result,
-    result,
-    system,
-    user,
-)
+from tests import test_boundaries as build
 
 LOOKUP_ARGS = '{"path": "src/app.py"}'
 
@@ -40,18 +31,18 @@ def idless(text: str) -> Message:
 
 def test_the_pairing_rule() -> None:
     messages = [
-        user(),
-        calls("c1"),  # 1
-        result("c1"),  # 2: by id
-        legacy_call("a"),  # 3
-        legacy_result("a"),  # 4: by position, the function_call just before
+        build.user(),
+        build.calls("c1"),  # 1
+        build.result("c1"),  # 2: by id
+        build.legacy_call("a"),  # 3
+        build.legacy_result("a"),  # 4: by position, the function_call just before
         idless("more of a"),  # 5: same run of results, same call
-        user(),  # 6
-        legacy_result("b"),  # 7: follows a user message: answers nothing
-        calls("c1"),  # 8: the id is reused
-        user(),  # 9
-        result("c1"),  # 10: the latest earlier call with the id, #8
-        legacy_call("c"),  # 11: no result
+        build.user(),  # 6
+        build.legacy_result("b"),  # 7: follows a user message: answers nothing
+        build.calls("c1"),  # 8: the id is reused
+        build.user(),  # 9
+        build.result("c1"),  # 10: the latest earlier call with the id, #8
+        build.legacy_call("c"),  # 11: no result
     ]
     pairing = pair(messages)
     first = ToolUse(1, "c1", "run", "{}", 0)
@@ -70,7 +61,7 @@ def test_idless_result_answers_every_idless_call_of_its_message() -> None:
         "tool_calls": [{"type": "function", "function": {"name": "ls", "arguments": "{}"}}],
         "function_call": {"name": "pwd", "arguments": "{}"},
     }
-    pairing = pair([user(), both, idless("a.py")])
+    pairing = pair([build.user(), both, idless("a.py")])
     assert pairing.links == {2: ToolUse(1, "", "ls", "{}", 0)}
     assert pairing.answered_slots(1) == {0, LEGACY_SLOT}
     assert pairing.unanswered() == []
@@ -79,9 +70,9 @@ def test_idless_result_answers_every_idless_call_of_its_message() -> None:
 def _legacy_transcript() -> list[Message]:
     """Old exchanges, then a legacy function_call answered by an id-less tool
     result, then a short recent exchange."""
-    old = [m for _ in range(6) for m in (user(), assistant())]
+    old = [m for _ in range(6) for m in (build.user(), build.assistant())]
     listing = "\n".join(f"src/module_{i}.py: def handler_{i}(request): ..." for i in range(30))
-    return [system(), *old, lookup(), idless(listing), *[user(), assistant()] * 2]
+    return [build.system(), *old, lookup(), idless(listing), *[build.user(), build.assistant()] * 2]
 
 
 def test_legacy_call_and_idless_result_pair_the_same_everywhere() -> None:
@@ -91,7 +82,7 @@ def test_legacy_call_and_idless_result_pair_the_same_everywhere() -> None:
     # Prune names the output by the call that made it.
     pruned = prune_messages(
         messages,
-        counter=EST,
+        counter=build.EST,
         settings=PruneSettings(budget=Budget(protect_first=0, protect_last=2, tail_tokens=0)),
     )
     (row,) = pruned.rows
@@ -99,7 +90,9 @@ def test_legacy_call_and_idless_result_pair_the_same_everywhere() -> None:
     assert "src/app.py" in pruned.messages[call_at + 1]["content"]
     # Align: a tail budget that holds the result but not the call moves the
     # tail back to the call.
-    plan = plan_boundaries(messages, counter=EST, budget=Budget(tail_tokens=272, protect_last=3))
+    plan = plan_boundaries(
+        messages, counter=build.EST, budget=Budget(tail_tokens=272, protect_last=3)
+    )
     assert plan.tail_start == call_at
     assert [(a.kind, a.from_index, a.to_index) for a in plan.adjustments] == [
         ("aligned-back", call_at + 1, call_at)

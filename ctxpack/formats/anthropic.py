@@ -17,7 +17,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
+from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_document
 from ctxpack.formats.origins import resolve
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -101,11 +101,7 @@ class AnthropicFormat:
         return detect(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        bom = data.startswith(BOM)
-        body = data[len(BOM) :] if bom else data
-        lines, final_newline = split_lines(body)
-        nonblank = [line for line in lines if line.strip()]
-        layout: dict[str, Any] = {"bom": bom, "final_newline": final_newline}
+        body, lines, nonblank, layout = split_document(data)
         sessions: list[Session] = []
         skipped = 0
         if len(nonblank) > 1 and nonblank[0].lstrip().startswith(b"{") and _parses(nonblank[0]):

@@ -196,6 +196,22 @@ def last_timestamp(doc: jsonl.Lines, chain: list[int]) -> str | None:
     return None
 
 
+def chain_transcript(
+    name: str, doc: jsonl.Lines, sessions: list[Session], *, path: str, data: bytes
+) -> Transcript:
+    """The transcript of a log whose sessions are chains of its lines."""
+    chain = sessions[0].context["chain"] if sessions else []
+    return Transcript(
+        name,
+        sessions,
+        path=path,
+        raw=data,
+        skipped_lines=doc.skipped,
+        layout={"doc": doc},
+        last_timestamp=(last_timestamp(doc, chain) or None) if chain else None,
+    )
+
+
 class ClaudeCodeFormat:
     name = "claude-code"
     description = "Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"
@@ -210,16 +226,7 @@ class ClaudeCodeFormat:
             session_of(doc, chain, label)
             for label, chain in chains(doc, include_sidechains=options.include_sidechains)
         ]
-        chain = sessions[0].context["chain"] if sessions else []
-        return Transcript(
-            self.name,
-            sessions,
-            path=path,
-            raw=data,
-            skipped_lines=doc.skipped,
-            layout={"doc": doc},
-            last_timestamp=(last_timestamp(doc, chain) or None) if chain else None,
-        )
+        return chain_transcript(self.name, doc, sessions, path=path, data=data)
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.claude_code_write import write

@@ -24,7 +24,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.formats import jsonl
 from ctxpack.formats.base import ReadOptions
-from ctxpack.formats.claude_code import last_timestamp, line, session_of
+from ctxpack.formats.claude_code import chain_transcript, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -171,15 +171,7 @@ class ClaudeStreamFormat:
             session_of(doc, lines, label)
             for label, lines in views(doc, include_sidechains=options.include_sidechains)
         ]
-        return Transcript(
-            self.name,
-            sessions,
-            path=path,
-            raw=data,
-            skipped_lines=doc.skipped,
-            layout={"doc": doc},
-            last_timestamp=last_timestamp(doc, sessions[0].context["chain"]) or None,
-        )
+        return chain_transcript(self.name, doc, sessions, path=path, data=data)
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         if transcript.unchanged() and "doc" in transcript.layout:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, split_lines
+from ctxpack.formats.base import ReadOptions, split_document
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -187,11 +187,7 @@ class ShareGPTFormat:
         return bool(_DETECT.search(head))
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        bom = data.startswith(BOM)
-        body = data[len(BOM) :] if bom else data
-        lines, final_newline = split_lines(body)
-        nonblank = [line for line in lines if line.strip()]
-        layout: dict[str, Any] = {"bom": bom, "final_newline": final_newline}
+        body, lines, nonblank, layout = split_document(data)
         sessions: list[Session] = []
         if len(nonblank) > 1 and _parses(nonblank[0]):
             layout["mode"] = "jsonl"
