@@ -25,7 +25,7 @@ def main() -> None:
             original, counter=counter, settings=CompressSettings(force=True)
         )
         fmt = None if formats.get(original.format).writable else "openai"
-        written = formats.read(formats.write(result, fmt=fmt), path="out", fmt=fmt)
+        written = formats.read(formats.write(result, counter=counter, fmt=fmt), path="out", fmt=fmt)
         whole = combine(evaluate_transcripts(original, written, counter=counter))
         cells = []
         for key in CATEGORIES:

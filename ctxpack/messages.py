@@ -9,14 +9,17 @@ from ctxpack.transcript import Message
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "tool_output", "refusal"})
 IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
-# Parts that repeat a tool call already present in `tool_calls` (vendor exports).
-CALL_PART_TYPES = frozenset({"tool_call", "tool_use", "function_call"})
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+SYSTEM_ROLES = ("system", "developer")
 
 
 def role(msg: Message) -> str:
     value = msg.get("role")
     return value if isinstance(value, str) else ""
+
+
+def is_system(msg: Message) -> bool:
+    return role(msg) in SYSTEM_ROLES
 
 
 def is_tool_result(msg: Message) -> bool:

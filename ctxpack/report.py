@@ -26,6 +26,8 @@ class SessionReport:
     updated_previous_summary: bool = False
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What assembly removed so that every tool call and result pair up, per message.
+    sanitizer_notes: list[str] = field(default_factory=list)
     # What the compacted turns kept (`ctxpack eval`'s retention block), when compacted.
     retention: dict[str, Any] | None = None
     # Bytes the output cites by ref (not part of the JSON report).
@@ -52,6 +54,7 @@ class SessionReport:
             "after": self.after.to_dict(),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "sanitized": list(self.sanitizer_notes),
             "retention": self.retention,
         }
 

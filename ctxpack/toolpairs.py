@@ -1,8 +1,15 @@
-"""Which tool result answers which tool call.
+"""Which tool result answers which tool call: the one pairing rule that
+pruning, alignment, sanitizing and evaluation all follow.
 
-Modern messages link by id (`tool_calls[].id` == `tool_call_id`). Legacy
-function calling (`function_call` on the assistant, `role: "function"` result)
-has no id: a result answers the nearest earlier assistant function_call.
+Pairing follows the transcript order.
+- A result with an id (`tool_call_id`) answers the latest earlier call with
+  that id (`tool_calls[].id`); ids do get reused within one transcript.
+- A result without an id (legacy `role: "function"`, or a tool message missing
+  its `tool_call_id`) answers the id-less calls (the legacy `function_call`,
+  or `tool_calls` entries without an id) of the assistant message its run of
+  results directly follows. Such a result cannot say which of them it belongs
+  to, so it answers all of them.
+A result that answers nothing is an orphan; so is a call no result answers.
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ import orjson
 from ctxpack import messages as m
 from ctxpack.transcript import Message
 
+# The slot of the legacy `function_call`; `tool_calls` entries have their list index.
+LEGACY_SLOT = -1
+
 
 @dataclass(frozen=True)
 class ToolUse:
@@ -24,6 +34,7 @@ class ToolUse:
     call_id: str  # "" for legacy function_call
     name: str
     arguments: str  # raw JSON text as the model wrote it
+    slot: int = LEGACY_SLOT  # where in its message: the tool_calls index, or LEGACY_SLOT
 
     def args(self) -> dict[str, Any]:
         return parse_arguments(self.arguments)
@@ -40,8 +51,8 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
 
 def calls_of(msg: Message, index: int) -> list[ToolUse]:
     uses = [
-        ToolUse(index, m.call_id(call), m.call_name(call), m.call_arguments(call))
-        for call in m.tool_calls(msg)
+        ToolUse(index, m.call_id(call), m.call_name(call), m.call_arguments(call), slot)
+        for slot, call in enumerate(m.tool_calls(msg))
     ]
     legacy = m.legacy_function_call(msg)
     if legacy is not None:
@@ -57,49 +68,69 @@ def calls_of(msg: Message, index: int) -> list[ToolUse]:
     return uses
 
 
-def link_results(messages: list[Message]) -> dict[int, ToolUse]:
-    """Map the index of each tool/function result to the call it answers."""
-    by_id: dict[str, ToolUse] = {}
-    last_legacy: ToolUse | None = None
+@dataclass(frozen=True)
+class Pairing:
+    """How the calls and results of one message list pair up."""
+
+    # Index of each result that answers a call -> that call (for a result
+    # without an id: the first id-less call it answers).
+    links: dict[int, ToolUse]
+    # Every call, in order.
+    calls: list[ToolUse]
+    # Index of each assistant message -> the slots of its calls that some result answers.
+    answered: dict[int, set[int]]
+    # Indexes of the results that answer no call.
+    orphan_results: list[int]
+
+    def unanswered(self) -> list[ToolUse]:
+        return [use for use in self.calls if use.slot not in self.answered.get(use.index, ())]
+
+    def answered_slots(self, index: int) -> set[int]:
+        """Slots of the calls of message `index` that some result answers."""
+        return self.answered.get(index, set())
+
+
+def pair(messages: list[Message]) -> Pairing:
+    calls: list[ToolUse] = []
+    answered: dict[int, set[int]] = {}
+    latest_by_id: dict[str, ToolUse] = {}
     links: dict[int, ToolUse] = {}
+    orphan_results: list[int] = []
+    # The id-less calls of the assistant message the current run of results follows.
+    positional: list[ToolUse] = []
     for index, msg in enumerate(messages):
+        if m.is_tool_result(msg):
+            tcid = m.result_call_id(msg)
+            targets = ([latest_by_id[tcid]] if tcid in latest_by_id else []) if tcid else positional
+            if not targets:
+                orphan_results.append(index)
+                continue
+            links[index] = targets[0]
+            for use in targets:
+                answered.setdefault(use.index, set()).add(use.slot)
+            continue
+        positional = []
         if m.role(msg) == "assistant":
             for use in calls_of(msg, index):
+                calls.append(use)
                 if use.call_id:
-                    by_id[use.call_id] = use
+                    latest_by_id[use.call_id] = use
                 else:
-                    last_legacy = use
-        elif m.is_tool_result(msg):
-            tcid = m.result_call_id(msg)
-            if tcid and tcid in by_id:
-                links[index] = by_id[tcid]
-            elif not tcid and m.role(msg) == "function" and last_legacy is not None:
-                links[index] = last_legacy
-    return links
+                    positional.append(use)
+    return Pairing(
+        links=links,
+        calls=calls,
+        answered=answered,
+        orphan_results=orphan_results,
+    )
 
 
-def results_of(messages: list[Message]) -> dict[str, list[int]]:
-    """Map each call id to the indexes of the results that answer it."""
-    out: dict[str, list[int]] = {}
-    for index, msg in enumerate(messages):
-        tcid = m.result_call_id(msg)
-        if tcid and m.is_tool_result(msg):
-            out.setdefault(tcid, []).append(index)
-    return out
+def link_results(messages: list[Message]) -> dict[int, ToolUse]:
+    """Map the index of each tool/function result to the call it answers."""
+    return pair(messages).links
 
 
-def orphans(messages: list[Message]) -> tuple[list[int], list[str]]:
-    """(indexes of results with no call, ids of calls with no result)."""
-    call_ids = {
-        m.call_id(call)
-        for msg in messages
-        if m.role(msg) == "assistant"
-        for call in m.tool_calls(msg)
-        if m.call_id(call)
-    }
-    answered = results_of(messages)
-    lonely_results = [
-        i for ids in answered.values() for i in ids if m.result_call_id(messages[i]) not in call_ids
-    ]
-    lonely_calls = sorted(call_ids - answered.keys())
-    return sorted(lonely_results), lonely_calls
+def orphans(messages: list[Message]) -> tuple[list[int], list[ToolUse]]:
+    """(indexes of results that answer no call, calls that no result answers)."""
+    pairing = pair(messages)
+    return pairing.orphan_results, pairing.unanswered()

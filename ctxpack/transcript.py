@@ -52,6 +52,9 @@ class Transcript:
     raw: bytes = b""
     skipped_lines: int = 0
     layout: dict[str, Any] = field(default_factory=dict)
+    # When the latest message was written, where the format records it: the
+    # summary dates itself by it, and new lines a writer adds carry it.
+    last_timestamp: str | None = None
 
     def with_sessions(self, sessions: list[Session]) -> Transcript:
         return Transcript(
@@ -61,6 +64,7 @@ class Transcript:
             raw=self.raw,
             skipped_lines=self.skipped_lines,
             layout=self.layout,
+            last_timestamp=self.last_timestamp,
         )
 
     def unchanged(self) -> bool:

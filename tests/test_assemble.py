@@ -1,4 +1,4 @@
-"""Assembly (SPEC 4): head + summary + tail, roles alternate at the summary,
+"""Assembly: head + summary + tail, roles alternate at the summary,
 the system note appears once, tool pairs stay whole, and a second compaction
 updates the summary instead of nesting one."""
 
@@ -26,7 +26,6 @@ from ctxpack.markers import (
 from ctxpack.summarize.assemble import (
     Assembly,
     assemble,
-    assemble_detail,
     summary_block,
     summary_role,
     without_merged_summary,
@@ -71,7 +70,7 @@ def _roles(messages: list[Message]) -> list[str]:
 )
 def test_summary_role(head: list[Message], tail: list[Message], expected: str | None) -> None:
     assert summary_role(head, tail) == expected
-    out = assemble(head=head, summary=BODY, tail=tail, first_compaction=False)
+    out = assemble(head=head, summary=BODY, tail=tail, first_compaction=False).messages
     # Never two user or two assistant messages in a row at the summary.
     for a, b in itertools.pairwise(out):
         if is_summary(a) or is_summary(b):
@@ -80,7 +79,7 @@ def test_summary_role(head: list[Message], tail: list[Message], expected: str | 
 
 def test_summary_message_text() -> None:
     head, tail = [system(), user(), assistant()], [assistant("done")]
-    out = assemble(head=head, summary=f"  {BODY}\n", tail=tail, first_compaction=False)
+    out = assemble(head=head, summary=f"  {BODY}\n", tail=tail, first_compaction=False).messages
     assert out[3] == {"role": "user", "content": f"{SUMMARY_PREFIX}\n\n{BODY}\n\n{SUMMARY_END}"}
     assert summary_body(out[3]) == BODY
     assert out[:3] == head and all(a is b for a, b in zip(out, head, strict=False))
@@ -89,7 +88,7 @@ def test_summary_message_text() -> None:
 
 def test_both_roles_collide_merges_into_first_tail_message() -> None:
     latest = user("please also add tests")
-    detail = assemble_detail(
+    detail = assemble(
         head=[system(), user(), assistant()],
         summary=BODY,
         tail=[latest, assistant()],
@@ -111,7 +110,7 @@ def test_merge_into_list_content_appends_a_text_part() -> None:
     latest = {"role": "user", "content": parts}
     out = assemble(
         head=[system(), user(), assistant()], summary=BODY, tail=[latest], first_compaction=False
-    )
+    ).messages
     assert out[3]["content"] == [*parts, {"type": "text", "text": summary_block(BODY)}]
     assert without_merged_summary(out[3]) == latest
 
@@ -125,17 +124,19 @@ def test_empty_summary_is_refused(summary: str) -> None:
 def test_system_note_once_and_only_on_first_compaction() -> None:
     head = [system("Be brief."), user(), assistant()]
     tail = [assistant("ok"), user(), assistant()]
-    first = assemble(head=head, summary=BODY, tail=tail, first_compaction=True)
+    first = assemble(head=head, summary=BODY, tail=tail, first_compaction=True).messages
     assert first[0] == {"role": "system", "content": f"Be brief.\n\n{SYSTEM_NOTE}"}
     assert head[0]["content"] == "Be brief."
-    again = assemble(head=first[:1], summary=BODY, tail=tail, first_compaction=True)
+    again = assemble(head=first[:1], summary=BODY, tail=tail, first_compaction=True).messages
     assert again[0] is first[0]
-    later = assemble(head=head, summary=BODY, tail=tail, first_compaction=False)
+    later = assemble(head=head, summary=BODY, tail=tail, first_compaction=False).messages
     assert later[0] is head[0]
-    bare = assemble(head=[user(), assistant()], summary=BODY, tail=tail, first_compaction=True)
+    bare = assemble(
+        head=[user(), assistant()], summary=BODY, tail=tail, first_compaction=True
+    ).messages
     assert not any(has_system_note(msg) for msg in bare)
     listed = {"role": "system", "content": [{"type": "text", "text": "Be brief."}]}
-    noted = assemble(head=[listed], summary=BODY, tail=tail, first_compaction=True)[0]
+    noted = assemble(head=[listed], summary=BODY, tail=tail, first_compaction=True).messages[0]
     assert noted["content"][-1] == {"type": "text", "text": SYSTEM_NOTE}
 
 
@@ -144,13 +145,17 @@ def test_pairs_broken_by_the_cut_are_sanitized() -> None:
     # whose call was.
     head = [system(), user(), calls("c1", text="looking")]
     tail = [result("c2"), assistant("found it"), user(), assistant()]
-    detail = assemble_detail(head=head, summary=BODY, tail=tail, first_compaction=False)
+    detail = assemble(head=head, summary=BODY, tail=tail, first_compaction=False)
     out = detail.messages
     assert orphans(out) == ([], [])
     assert out[2] == {"role": "assistant", "content": "looking"}
     assert _roles(out) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
     assert detail.summary_index == 3 and is_summary(out[3])
     assert len(detail.sanitizer_notes) == 2
+    assert detail.sanitizer_notes == [
+        "#2: removed call c1 (run): no result",
+        "#4: dropped a tool result whose call is gone",
+    ]
 
 
 def _same_chat_role(a: Message, b: Message) -> bool:
@@ -186,7 +191,7 @@ def _compact(messages: list[Message], budget: Budget, body: str) -> list[Message
         return None
     head, tail = plan.head(messages), plan.tail(messages)
     first = not any(has_system_note(msg) for msg in head)
-    detail = assemble_detail(head=head, summary=body, tail=tail, first_compaction=first)
+    detail = assemble(head=head, summary=body, tail=tail, first_compaction=first)
     _check_assembled(messages, tail, detail)
     return detail.messages
 

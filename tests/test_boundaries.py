@@ -1,4 +1,4 @@
-"""Stage 2 (align): where head, middle and tail fall, and why (SPEC 4, Stage 2)."""
+"""Stage 2 (align): where head, middle and tail fall, and why."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack.cli import app
-from tests.conftest import FIXTURES, TAU_BENCH
+from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
 runner = CliRunner()
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -49,6 +49,7 @@ SESSION_KEYS = {
     "after",
     "warnings",
     "notes",
+    "sanitized",
     "retention",
 }
 TALLY_KEYS = {"messages", "tokens", "messages_by_role", "tokens_by_role", "tokens_by_kind"}
@@ -59,7 +60,7 @@ def session_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real Claude Code session (64 messages, ~50k tokens) as OpenAI JSONL."""
     transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
     path = tmp_path_factory.mktemp("s") / "session.jsonl"
-    path.write_bytes(formats.write(transcript, fmt="openai"))
+    path.write_bytes(formats.write(transcript, fmt="openai", counter=COUNTER))
     return path
 
 
@@ -235,6 +236,28 @@ def test_update_without_summary_is_a_usage_error(session_jsonl: Path) -> None:
     result = runner.invoke(app, ["update", "--offline", str(session_jsonl)])
     assert result.exit_code == 2
     assert "no previous summary" in result.stderr
+
+
+def test_report_says_what_the_sanitizer_removed(tmp_path: Path) -> None:
+    # The stream ends on a Bash call that never got its result: the compacted
+    # transcript may not keep it, and the report says so.
+    stream = (
+        FIXTURES
+        / "claude-stream-json"
+        / ("openagents__logs__20251222_175115-call-issue-ready-now-to.jsonl")
+    )
+    report_path, out = tmp_path / "r.json", tmp_path / "o.jsonl"
+    args = ["compress", "--force", "--offline", "--no-archive", str(stream), "-o", str(out)]
+    result = runner.invoke(app, [*args, "--report", str(report_path)])
+    assert result.exit_code == 0, result.output
+    (session,) = json.loads(report_path.read_bytes())["sessions"]
+    assert session["status"] == "compacted"
+    assert session["sanitized"] == [
+        "#11: removed call toolu_01PDdptSvE6G8q6iyPtQwMtT (Bash): no result",
+        "#11: assistant message left empty; added a note",
+    ]
+    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    assert toolpairs.orphans(written) == ([], [])
 
 
 def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The same input and options give the same bytes (SPEC 7).
+"""The same input and options give the same bytes.
 
 Every fixture, in every format, is compacted twice: once in this process
 (one file after another) and once in a fresh process with another hash seed

@@ -28,7 +28,7 @@ from ctxpack.report import CompressReport
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
-from tests.conftest import FIXTURES, TAU_BENCH
+from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
@@ -373,7 +373,7 @@ def compacted() -> dict[str, tuple[Transcript, Transcript, CompressReport, list[
             original, counter=counter, settings=CompressSettings(force=True)
         )
         fmt = None if formats.get(original.format).writable else "openai"
-        written = formats.read(formats.write(result, fmt=fmt), path="compacted")
+        written = formats.read(formats.write(result, fmt=fmt, counter=COUNTER), path="compacted")
         out[path.name] = (
             original,
             written,

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats
 from ctxpack.cli import app
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.llm_server import (
     FakeLLM,
     Reply,
@@ -43,7 +43,9 @@ PREVIOUS = b'{"role":"user","content":"the previous output"}\n'
 @pytest.fixture(scope="module")
 def session_bytes() -> bytes:
     """A real Claude Code session (64 messages, ~50k tokens) as OpenAI JSONL."""
-    return formats.write(formats.read(HAIKU.read_bytes(), path=str(HAIKU)), fmt="openai")
+    return formats.write(
+        formats.read(HAIKU.read_bytes(), path=str(HAIKU)), fmt="openai", counter=COUNTER
+    )
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The `anthropic` adapter: Messages API records and Cline message lists (FORMATS 10).
+"""The `anthropic` adapter: Messages API records and Cline message lists.
 
 The conversations come from the Claude Code fixture (its assistant lines are
 Messages API responses), regrouped into Anthropic messages by the test.
@@ -14,7 +14,7 @@ import pytest
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import compact, compacted, expected, normal, summaries, updated
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -86,7 +86,7 @@ def _expected(items: list[dict[str, Any]], system: str | None) -> tuple[int, int
 def test_unchanged_write_is_byte_identical(shape: str) -> None:
     transcript = formats.read(SHAPES[shape], path="conv.json")
     assert transcript.format == "anthropic"
-    assert formats.write(transcript) == SHAPES[shape]
+    assert formats.write(transcript, counter=COUNTER) == SHAPES[shape]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -109,7 +109,7 @@ def test_compaction_is_written_in_the_same_shape(shape: str) -> None:
     data = SHAPES[shape]
     transcript = formats.read(data, path="conv.json")
     small, new = compacted(transcript, head=3 if shape != "message-list" else 2, tail=8)
-    out = formats.write(small)
+    out = formats.write(small, counter=COUNTER)
     if shape == "records-jsonl":
         first, second = out.split(b"\n")[:2]
         assert second == data.split(b"\n")[1]
@@ -136,7 +136,9 @@ def test_compaction_is_written_in_the_same_shape(shape: str) -> None:
     assert normal(back) == normal(new)
     assert len(summaries(back)) == 1
     again, _ = updated(formats.read(out, path="out.json"), "Second summary.")
-    twice = formats.read(formats.write(again), path="twice.json").sessions[0].messages
+    twice = (
+        formats.read(formats.write(again, counter=COUNTER), path="twice.json").sessions[0].messages
+    )
     assert [markers.summary_body(x) for x in summaries(twice)] == ["Second summary."]
 
 
@@ -147,7 +149,7 @@ def test_unchanged_messages_keep_their_bytes_in_a_changed_list() -> None:
     msgs = list(session.messages)
     index = max(i for i, x in enumerate(msgs) if m.role(x) == "tool")
     msgs[index] = {**msgs[index], "content": "[output pruned]"}
-    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]), counter=COUNTER)
     assert json.loads(out)["system"] == SYSTEM
     before, after = data.split(b"\n"), out.split(b"\n")
     changed = [i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b]
@@ -192,9 +194,11 @@ def test_cline_text_results_answer_the_call_before_them() -> None:
         "tool_call_id": "tooluse_1",
         "content": "[list_files] Result:\nREADME.md\nsrc/",
     }
-    assert transcript.layout["last_timestamp"] == "2026-04-24T23:26:15Z"
+    assert transcript.last_timestamp == "2026-04-24T23:26:15Z"
     edited = [*msgs[:2], {**msgs[2], "content": "[list_files] Result: (pruned)"}, msgs[3]]
-    out = formats.write(transcript.with_sessions([transcript.sessions[0].with_messages(edited)]))
+    out = formats.write(
+        transcript.with_sessions([transcript.sessions[0].with_messages(edited)]), counter=COUNTER
+    )
     last = json.loads(out)[2]
     assert last["content"][0] == {"type": "text", "text": "[list_files] Result: (pruned)"}
     assert last["content"][1] == cline[2]["content"][1]  # type: ignore[index]

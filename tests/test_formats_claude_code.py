@@ -1,4 +1,4 @@
-"""The `claude-code` adapter: Claude Code session logs (SPEC 2, FORMATS 1)."""
+"""The `claude-code` adapter: Claude Code session logs."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
+from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import (
     compact,
     compacted,
@@ -30,6 +32,7 @@ from tests.test_formats_support import (
 DIR = FIXTURES / "claude-code"
 FILES = sorted(DIR.glob("*.jsonl"))
 HAIKU = DIR / "openagents__regex-log__haiku-testgen-v2.jsonl"
+runner = CliRunner()
 OPUS = DIR / "openagents__regex-log__opus-raw.jsonl"
 SUBAGENT = DIR / "openagents__regex-log__subagents__agent-a028728.jsonl"
 
@@ -105,7 +108,7 @@ def test_unchanged_write_is_byte_identical(path: Path) -> None:
     data = path.read_bytes()
     transcript = formats.read(data, path=str(path))
     assert transcript.format == "claude-code"
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -140,7 +143,7 @@ def test_split_assistant_lines_merge_into_one_message() -> None:
 
 def test_last_timestamp_is_the_last_message_line() -> None:
     transcript = formats.read(OPUS.read_bytes(), path=str(OPUS))
-    assert transcript.layout["last_timestamp"] == _lines(OPUS.read_bytes())[-1]["timestamp"]
+    assert transcript.last_timestamp == _lines(OPUS.read_bytes())[-1]["timestamp"]
 
 
 @pytest.mark.parametrize("path", [HAIKU, SUBAGENT], ids=lambda p: p.name)
@@ -148,7 +151,7 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     data = path.read_bytes()
     transcript = formats.read(data, path=str(path))
     small, new = compacted(transcript, head=2, tail=4)
-    out = formats.write(small)
+    out = formats.write(small, counter=counter)
     objs = _lines(out)
     chain = _chain(objs)
     assert chain[0]["type"] == "system" and chain[0]["subtype"] == "compact_boundary"
@@ -187,11 +190,36 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     assert normal(back) == normal([new[2], *new[:2], *new[3:]])
 
 
+@pytest.mark.parametrize(
+    "counter",
+    [TokenCounter(estimate=True), TokenCounter(encoding="cl100k_base")],
+    ids=["estimate", "cl100k_base"],
+)
+def test_post_tokens_are_counted_by_the_callers_counter(counter: TokenCounter) -> None:
+    transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
+    small, new = compacted(transcript, head=2, tail=4)
+    chain = _chain(_lines(formats.write(small, counter=counter)))
+    post = chain[0]["compactMetadata"]["postTokens"]
+    assert post == counter.messages(new) != COUNTER.messages(new)
+
+
+def test_compress_records_post_tokens_with_the_runs_counter(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    out = tmp_path / "o.jsonl"
+    for options in (["--estimate"], ["--encoding", "cl100k_base"]):
+        args = ["compress", "--force", "--offline", "--no-archive", str(HAIKU), "-o", str(out)]
+        result = runner.invoke(app, [*args, "--report", str(report), *options])
+        assert result.exit_code == 0, result.output
+        (session,) = json.loads(report.read_bytes())["sessions"]
+        chain = _chain(_lines(out.read_bytes()))
+        assert chain[0]["compactMetadata"]["postTokens"] == session["tokens_after"]
+
+
 def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
     transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
-    first = formats.write(compacted(transcript)[0])
+    first = formats.write(compacted(transcript)[0], counter=COUNTER)
     again, _ = updated(formats.read(first, path="once.jsonl"), "3. Tests pass.")
-    out = formats.write(again)
+    out = formats.write(again, counter=COUNTER)
     back = formats.read(out, path="twice.jsonl").sessions[0].messages
     assert [markers.summary_body(x) for x in summaries(back)] == ["3. Tests pass."]
     chain = _chain(_lines(out))
@@ -235,7 +263,7 @@ def test_a_new_compaction_drops_the_history_an_earlier_one_replaced() -> None:
     data = b"\n".join([*raw[:13], *extra, *raw[14:]])
     transcript = _read(data)
     assert markers.is_summary(transcript.sessions[0].messages[0])
-    out = formats.write(compacted(transcript, head=0, tail=6)[0])
+    out = formats.write(compacted(transcript, head=0, tail=6)[0], counter=COUNTER)
     lines = out.split(b"\n")
     assert not [x for x in [*raw[1:13], *extra[:2]] if x in lines]
     objs_out = _lines(out)
@@ -256,7 +284,7 @@ def test_pruning_rewrites_only_that_line_and_its_tool_use_result() -> None:
     index = next(i for i, x in enumerate(session.messages) if m.role(x) == "tool")
     msgs = list(session.messages)
     msgs[index] = {**msgs[index], "content": "[pruned: 2 KB]"}
-    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]), counter=COUNTER)
     before, after = data.split(b"\n"), out.split(b"\n")
     assert len(before) == len(after)
     changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
@@ -279,7 +307,7 @@ def test_changed_arguments_rewrite_the_tool_use_input() -> None:
         "function": {**call["function"], "arguments": '{"file_path":"x","content":"…"}'},
     }
     msgs[3] = {**msgs[3], "tool_calls": [shrunk]}
-    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]), counter=COUNTER)
     uses = [
         b
         for o in _lines(out)
@@ -300,7 +328,7 @@ def test_sidechains_are_left_out_unless_asked_for() -> None:
     both = _read(data, include_sidechains=True)
     assert [s.messages for s in both.sessions] == [main, agent]
     assert both.sessions[1].label.startswith("sidechain ")
-    assert formats.write(both) == data
+    assert formats.write(both, counter=COUNTER) == data
 
 
 def test_the_latest_leaf_wins_over_a_rewound_branch() -> None:
@@ -341,14 +369,15 @@ def test_base64_images_are_image_parts(counter: TokenCounter) -> None:
     assert m.image_count(last) == 1
     assert last["content"][1]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
     assert counter.breakdown(last)["images"] == 1600
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
     edited = {
         **last,
         "content": [last["content"][0], last["content"][1], {"type": "text", "text": "Be brief."}],
     }
     session = transcript.sessions[0]
     out = formats.write(
-        transcript.with_sessions([session.with_messages([*session.messages[:-1], edited])])
+        transcript.with_sessions([session.with_messages([*session.messages[:-1], edited])]),
+        counter=COUNTER,
     )
     block = _lines(out)[-1]["message"]["content"][1]
     assert block == image["message"]["content"][1]
@@ -360,7 +389,7 @@ def test_any_stage_edit_reads_back_as_written(seed: int, which: Path) -> None:
     transcript = formats.read(which.read_bytes(), path=str(which))
     session = transcript.sessions[0]
     new = mutated(session.messages, seed)
-    out = formats.write(transcript.with_sessions([session.with_messages(new)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(new)]), counter=COUNTER)
     back = formats.read(out, path="out.jsonl").sessions[0].messages
     assert normal(back) == normal(new)
     assert toolpairs.orphans(back) == ([], [])
@@ -378,7 +407,8 @@ def test_a_summary_merged_into_a_tail_message_gets_its_own_line() -> None:
     shrunk = {**call, "function": {**call["function"], "arguments": '{"command":"pytest"}'}}
     merged = {**msgs[k], "content": f"{msgs[k]['content']}\n\n{summary}", "tool_calls": [shrunk]}
     out = formats.write(
-        transcript.with_sessions([session.with_messages([msgs[0], merged, *msgs[k + 1 :]])])
+        transcript.with_sessions([session.with_messages([msgs[0], merged, *msgs[k + 1 :]])]),
+        counter=COUNTER,
     )
     chain = _chain(_lines(out))
     assert chain[1]["isCompactSummary"] and chain[1]["message"]["content"] == summary
@@ -396,4 +426,4 @@ def test_malformed_lines_name_the_line_or_are_skipped_untouched() -> None:
     transcript = _read(data, skip_invalid=True)
     assert transcript.skipped_lines == 1
     assert len(transcript.sessions[0].messages) == 6
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data

@@ -1,4 +1,4 @@
-"""The `claude-stream-json` adapter: `claude -p --output-format stream-json` logs (FORMATS 2)."""
+"""The `claude-stream-json` adapter: `claude -p --output-format stream-json` logs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_claude_code import _expected_tokens
 from tests.test_formats_support import compacted, normal, summaries, updated
 
@@ -37,7 +37,7 @@ def test_unchanged_write_is_byte_identical() -> None:
     data = LOG.read_bytes()
     transcript = formats.read(data, path=str(LOG))
     assert transcript.format == "claude-stream-json"
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_context_starts_at_the_last_compaction(counter: TokenCounter) -> None:
@@ -56,7 +56,7 @@ def test_compaction_writes_a_boundary_and_summary_line(counter: TokenCounter) ->
     transcript = formats.read(data, path=str(LOG))
     # The old summary heads the context; a new compaction replaces it.
     small, new = compacted(transcript, head=0, tail=8)
-    out = formats.write(small)
+    out = formats.write(small, counter=counter)
     objs = _lines(out)
     view = _after_last_boundary(objs)
     meta = view[0]["message"]["compact_metadata"]
@@ -87,7 +87,9 @@ def test_compaction_writes_a_boundary_and_summary_line(counter: TokenCounter) ->
     back = formats.read(out, path="out.jsonl").sessions[0].messages
     assert normal(back) == normal(new)
     again, _ = updated(formats.read(out, path="out.jsonl"), "Issue closed.")
-    twice = formats.read(formats.write(again), path="twice.jsonl").sessions[0].messages
+    twice = (
+        formats.read(formats.write(again, counter=COUNTER), path="twice.jsonl").sessions[0].messages
+    )
     assert [markers.summary_body(x) for x in summaries(twice)] == ["Issue closed."]
     assert toolpairs.orphans(twice) == ([], [])
 
@@ -111,4 +113,4 @@ def test_subagent_lines_stay_out_unless_asked_for() -> None:
     )
     both = formats.read(data, path="log.jsonl", options=ReadOptions(include_sidechains=True))
     assert [m.text(x) for x in both.sessions[1].messages] == ["subagent says hi"]
-    assert len(objs) + 1 == len(_lines(formats.write(both)))
+    assert len(objs) + 1 == len(_lines(formats.write(both, counter=COUNTER)))

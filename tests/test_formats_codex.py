@@ -1,4 +1,4 @@
-"""The `codex` adapter: Codex CLI rollouts (SPEC 2, FORMATS 3)."""
+"""The `codex` adapter: Codex CLI rollouts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import (
     compact,
     compacted,
@@ -49,7 +49,7 @@ def test_unchanged_write_is_byte_identical() -> None:
     data = ROLLOUT.read_bytes()
     transcript = _read(data)
     assert transcript.format == "codex"
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_token_count_matches_a_direct_count(counter: TokenCounter) -> None:
@@ -95,7 +95,7 @@ def test_items_map_to_chat_messages() -> None:
     first = msgs[4]
     assert [m.call_name(c) for c in m.tool_calls(first)] == ["exec_command"] * 4
     assert first["reasoning"][0]["encrypted_content"].startswith("gAAAA")
-    assert transcript.layout["last_timestamp"] == _lines(ROLLOUT.read_bytes())[-1]["timestamp"]
+    assert transcript.last_timestamp == _lines(ROLLOUT.read_bytes())[-1]["timestamp"]
     # The rollout stops mid-turn: its last calls were never answered.
     assert toolpairs.orphans(msgs)[0] == []
 
@@ -103,7 +103,7 @@ def test_items_map_to_chat_messages() -> None:
 def test_compaction_writes_a_compacted_line() -> None:
     data = ROLLOUT.read_bytes()
     small, new = compacted(_read(data), head=4, tail=10)
-    out = formats.write(small)
+    out = formats.write(small, counter=COUNTER)
     found = [o for o in _lines(out) if o["type"] == "compacted"]
     assert len(found) == 1
     payload = found[0]["payload"]
@@ -143,9 +143,11 @@ def test_compaction_writes_a_compacted_line() -> None:
 
 
 def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
-    once = formats.write(compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0])
+    once = formats.write(
+        compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0], counter=COUNTER
+    )
     again, _ = updated(_read(once), "3. Drafted the grant answers.")
-    twice = formats.write(again)
+    twice = formats.write(again, counter=COUNTER)
     back = _read(twice).sessions[0].messages
     assert [markers.summary_body(x) for x in summaries(back)] == ["3. Drafted the grant answers."]
     kinds = [(o["type"], o["payload"].get("type")) for o in _lines(twice)]
@@ -154,13 +156,15 @@ def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
 
 
 def test_an_edit_inside_an_earlier_compaction_rewrites_that_line_in_place() -> None:
-    once = formats.write(compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0])
+    once = formats.write(
+        compacted(_read(ROLLOUT.read_bytes()), head=4, tail=10)[0], counter=COUNTER
+    )
     transcript = _read(once)
     session = transcript.sessions[0]
     msgs = list(session.messages)
     assert m.role(msgs[2]) == "user" and not markers.is_summary(msgs[2])
     msgs[2] = {**msgs[2], "content": "shortened"}
-    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]), counter=COUNTER)
     before, after = once.split(b"\n"), out.split(b"\n")
     assert len(before) == len(after)
     changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
@@ -179,7 +183,7 @@ def test_pruned_output_also_prunes_the_exec_command_end_copy() -> None:
     index = next(i for i, x in enumerate(msgs) if m.role(x) == "tool" and len(m.text(x)) > 2000)
     call_id = msgs[index]["tool_call_id"]
     msgs[index] = {**msgs[index], "content": "[output pruned]"}
-    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(msgs)]), counter=COUNTER)
     before, after = _lines(data), _lines(out)
     assert len(before) == len(after)
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
@@ -216,10 +220,10 @@ def test_an_opaque_server_side_compaction_reads_as_a_summary() -> None:
     msgs = transcript.sessions[0].messages
     assert [m.role(x) for x in msgs[:3]] == ["system", "user", "user"]
     assert markers.is_summary(msgs[2]) and "server-side" in markers.summary_body(msgs[2])
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
     # Dropping the opaque summary for a new one writes a fresh compacted line.
     again, _ = updated(transcript, "4. Replaced the opaque summary.")
-    back = _read(formats.write(again)).sessions[0].messages
+    back = _read(formats.write(again, counter=COUNTER)).sessions[0].messages
     assert [markers.summary_body(x) for x in summaries(back)] == ["4. Replaced the opaque summary."]
 
 
@@ -272,7 +276,9 @@ def test_custom_tool_calls_carry_their_raw_input() -> None:
         "function": {**call["function"], "arguments": compact({"input": "*** Begin Patch…"})},
     }
     edited = [*msgs[:2], {**msgs[2], "tool_calls": [shrunk]}, msgs[3]]
-    out = formats.write(transcript.with_sessions([transcript.sessions[0].with_messages(edited)]))
+    out = formats.write(
+        transcript.with_sessions([transcript.sessions[0].with_messages(edited)]), counter=COUNTER
+    )
     assert _lines(out)[2]["payload"]["input"] == "*** Begin Patch…"
 
 
@@ -282,6 +288,6 @@ def test_any_stage_edit_reads_back_as_written(seed: int) -> None:
     transcript = _read(ROLLOUT.read_bytes())
     session = transcript.sessions[0]
     new = mutated(session.messages, seed)
-    out = formats.write(transcript.with_sessions([session.with_messages(new)]))
+    out = formats.write(transcript.with_sessions([session.with_messages(new)]), counter=COUNTER)
     back = _read(out).sessions[0].messages
     assert normal(back) == normal(new)

@@ -1,6 +1,6 @@
 """The stages compose: `ctxpack prune F | ctxpack summarize --offline -` writes
 the very bytes `ctxpack compress --offline --force F` writes, for every
-writable format (SPEC 4); and a compacted agent log keeps only the compacted
+writable format; and a compacted agent log keeps only the compacted
 conversation, so it is much smaller than the log it came from."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.transcript import Message
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import normal, sanitize, summaries, summary_message
 
 runner = CliRunner()
@@ -305,7 +305,7 @@ def test_compacting_a_written_edit_equals_compacting_in_one_write(
     transcript = formats.read(which.read_bytes(), path=str(which))
     session = transcript.sessions[0]
     edited = _edited(session.messages, seed)
-    once = formats.write(transcript.with_sessions([session.with_messages(edited)]))
+    once = formats.write(transcript.with_sessions([session.with_messages(edited)]), counter=COUNTER)
     again = formats.read(once, path="once.jsonl")
     reread = again.sessions[0].messages
     assume(normal(reread) == normal(edited) and len(reread) == len(edited))
@@ -315,7 +315,11 @@ def test_compacting_a_written_edit_equals_compacting_in_one_write(
         first = [x for x in msgs[:head] if not markers.is_summary(x)]
         return sanitize([*first, summary_message(), *msgs[max(head, len(msgs) - tail) :]])
 
-    direct = formats.write(transcript.with_sessions([session.with_messages(compact(edited))]))
-    piped = formats.write(again.with_sessions([again.sessions[0].with_messages(compact(reread))]))
+    direct = formats.write(
+        transcript.with_sessions([session.with_messages(compact(edited))]), counter=COUNTER
+    )
+    piped = formats.write(
+        again.with_sessions([again.sessions[0].with_messages(compact(reread))]), counter=COUNTER
+    )
     assert piped == direct
     assert len(summaries(formats.read(direct, path="out.jsonl").sessions[0].messages)) == 1

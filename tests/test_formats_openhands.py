@@ -7,7 +7,7 @@ from typing import Any
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 
 GUI = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
 
@@ -16,8 +16,8 @@ def test_v0_events_convert_to_openai_with_consistent_tool_pairs() -> None:
     events = json.loads(GUI.read_bytes())
     transcript = formats.read(GUI.read_bytes(), path=str(GUI))
     assert transcript.format == "openhands"
-    assert transcript.layout["last_timestamp"] == events[-1]["timestamp"]
-    out = formats.write(transcript, fmt="openai")
+    assert transcript.last_timestamp == events[-1]["timestamp"]
+    out = formats.write(transcript, fmt="openai", counter=COUNTER)
     msgs = formats.read(out, path="out.jsonl").sessions[0].messages
     assert toolpairs.orphans(msgs) == ([], [])
     metas = [

@@ -1,5 +1,5 @@
 """The format registry: detection, conversion between formats, and the
-`formats` / `convert` commands (SPEC 2)."""
+`formats` / `convert` commands."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ctxpack.cli import app
 from ctxpack.errors import UsageError
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 
 DETECTED = {
     "claude-code": "claude-code",
@@ -82,7 +82,7 @@ def _view(msgs: list[Message]) -> list[Any]:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
 def test_conversion_keeps_what_the_model_sees(path: Path, target: str) -> None:
     transcript = formats.read(path.read_bytes(), path=str(path))
-    out = formats.write(transcript, fmt=target)
+    out = formats.write(transcript, fmt=target, counter=COUNTER)
     back = formats.read(out, path="converted")
     assert back.format == target
     before, after = transcript.sessions[0].messages, back.sessions[0].messages
@@ -96,14 +96,14 @@ def test_conversion_from_claude_code_keeps_the_token_count(counter: TokenCounter
     transcript = formats.read(path.read_bytes(), path=str(path))
     tokens = counter.messages(transcript.sessions[0].messages)
     for target in WRITABLE:
-        back = formats.read(formats.convert(transcript, target), path="x")
+        back = formats.read(formats.convert(transcript, target, counter=COUNTER), path="x")
         assert counter.messages(back.sessions[0].messages) == tokens, target
 
 
 def test_codex_reasoning_items_become_plain_reasoning_in_openai() -> None:
     path = SOURCES[2]
     transcript = formats.read(path.read_bytes(), path=str(path))
-    lines = formats.convert(transcript, "openai").split(b"\n")
+    lines = formats.convert(transcript, "openai", counter=COUNTER).split(b"\n")
     assert b"encrypted_content" not in b"".join(lines)
     assert all("reasoning" not in json.loads(line) for line in lines if line)
 
@@ -111,9 +111,9 @@ def test_codex_reasoning_items_become_plain_reasoning_in_openai() -> None:
 def test_read_only_and_unknown_targets_are_usage_errors() -> None:
     transcript = formats.read(SOURCES[0].read_bytes(), path="x")
     with pytest.raises(UsageError, match="read but not written"):
-        formats.write(transcript, fmt="openhands")
+        formats.write(transcript, fmt="openhands", counter=COUNTER)
     with pytest.raises(UsageError, match="unknown format"):
-        formats.write(transcript, fmt="yaml")
+        formats.write(transcript, fmt="yaml", counter=COUNTER)
 
 
 def test_formats_command_lists_every_adapter() -> None:
@@ -156,7 +156,7 @@ def test_a_summary_converted_to_claude_code_or_codex_uses_their_markers() -> Non
         {"role": "assistant", "content": "Done."},
     ]
     transcript = formats.read(b"".join(json.dumps(x).encode() + b"\n" for x in msgs), path="x")
-    claude = formats.convert(transcript, "claude-code")
+    claude = formats.convert(transcript, "claude-code", counter=COUNTER)
     objs = [json.loads(line) for line in claude.splitlines()]
     by_uuid = {o["uuid"]: o for o in objs}
     chain = [objs[-1]]
@@ -164,7 +164,7 @@ def test_a_summary_converted_to_claude_code_or_codex_uses_their_markers() -> Non
         chain.append(by_uuid[chain[-1]["parentUuid"]])
     assert chain[-1]["subtype"] == "compact_boundary" and chain[-2]["isCompactSummary"]
     assert formats.read(claude, path="c").sessions[0].messages[0]["content"] == summary["content"]
-    codex = formats.convert(transcript, "codex")
+    codex = formats.convert(transcript, "codex", counter=COUNTER)
     kinds = [json.loads(line)["type"] for line in codex.splitlines()]
     assert kinds[:3] == ["session_meta", "compacted", "event_msg"]
     back = formats.read(codex, path="x").sessions[0].messages

@@ -1,4 +1,4 @@
-"""The `sharegpt` adapter: glaive function calls and Hermes tool tags (FORMATS 5)."""
+"""The `sharegpt` adapter: glaive function calls and Hermes tool tags."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import compact, compacted, expected, normal, summaries, updated
 
 GLAIVE = FIXTURES / "sharegpt" / "LLaMA-Factory__data__glaive_toolcall_en_demo.json"
@@ -48,7 +48,7 @@ def test_unchanged_write_is_byte_identical() -> None:
     for data in (GLAIVE.read_bytes(), _hermes_file()):
         transcript = formats.read(data, path="data")
         assert transcript.format == "sharegpt"
-        assert formats.write(transcript) == data
+        assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_glaive_token_count_matches_a_direct_count(counter: TokenCounter) -> None:
@@ -103,7 +103,7 @@ def test_glaive_compaction_keeps_other_records_byte_identical() -> None:
     data = GLAIVE.read_bytes()
     transcript = formats.read(data, path=str(GLAIVE))
     small, new = compacted(transcript, head=1, tail=6)
-    out = formats.write(small)
+    out = formats.write(small, counter=COUNTER)
     second = data.index(b'\n  {\n    "conversations"', 10)
     assert out.endswith(data[second:])
     record = json.loads(out)[0]
@@ -131,7 +131,8 @@ def test_hermes_compaction_and_update() -> None:
     }
     new = [msgs[0], summary, msgs[2], msgs[3], pruned, msgs[5]]
     out = formats.write(
-        transcript.with_sessions([session.with_messages(new), transcript.sessions[1]])
+        transcript.with_sessions([session.with_messages(new), transcript.sessions[1]]),
+        counter=COUNTER,
     )
     first, rest = out.split(b"\n", 1)
     assert rest == data.split(b"\n", 1)[1]
@@ -143,5 +144,7 @@ def test_hermes_compaction_and_update() -> None:
     back = formats.read(out, path="out.jsonl")
     assert normal(back.sessions[0].messages) == normal(new)
     again, _ = updated(back, "Read both files.")
-    twice = formats.read(formats.write(again), path="twice.jsonl").sessions[0].messages
+    twice = (
+        formats.read(formats.write(again, counter=COUNTER), path="twice.jsonl").sessions[0].messages
+    )
     assert [markers.summary_body(x) for x in summaries(twice)] == ["Read both files."]

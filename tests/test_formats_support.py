@@ -12,8 +12,9 @@ import json
 import random
 from typing import Any
 
-from ctxpack import markers, toolpairs
+from ctxpack import markers
 from ctxpack import messages as m
+from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.tokens.counter import get_encoding
 from ctxpack.transcript import Message, Transcript
 
@@ -40,21 +41,7 @@ def summary_message(body: str = "1. Read the task.\n2. Wrote the regex.") -> Mes
 
 def sanitize(msgs: list[Message]) -> list[Message]:
     """Drop results whose call is gone and strip calls whose results are gone."""
-    lonely_results, lonely_calls = toolpairs.orphans(msgs)
-    out: list[Message] = []
-    for index, msg in enumerate(msgs):
-        if index in lonely_results:
-            continue
-        calls = m.tool_calls(msg)
-        if any(m.call_id(c) in lonely_calls for c in calls):
-            keep = [c for c in calls if m.call_id(c) not in lonely_calls]
-            msg = {k: v for k, v in msg.items() if k != "tool_calls"}
-            if keep:
-                msg["tool_calls"] = keep
-            elif not m.has_visible_text(msg):
-                msg["content"] = "(the pending calls were removed)"
-        out.append(msg)
-    return out
+    return sanitize_tool_pairs(msgs)[0]
 
 
 def compacted(

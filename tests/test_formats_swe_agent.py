@@ -11,7 +11,7 @@ from ctxpack import formats, toolpairs
 from ctxpack import messages as m
 from ctxpack.errors import UsageError
 from ctxpack.tokens.counter import TokenCounter
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import expected
 
 TRAJS = sorted((FIXTURES / "swe-agent").glob("*.traj"))
@@ -22,7 +22,7 @@ def test_converts_to_openai_with_consistent_tool_pairs(path: Path) -> None:
     history = json.loads(path.read_bytes())["history"]
     transcript = formats.read(path.read_bytes(), path=str(path))
     assert transcript.format == "swe-agent"
-    out = formats.write(transcript, fmt="openai")
+    out = formats.write(transcript, fmt="openai", counter=COUNTER)
     converted = formats.read(out, path="out.jsonl")
     assert converted.format == "openai"
     msgs = converted.sessions[0].messages
@@ -66,4 +66,4 @@ def test_results_without_ids_answer_the_oldest_open_call() -> None:
 def test_writing_a_read_only_format_is_a_usage_error() -> None:
     transcript = formats.read(TRAJS[0].read_bytes(), path=str(TRAJS[0]))
     with pytest.raises(UsageError, match="read but not written"):
-        formats.write(transcript)
+        formats.write(transcript, counter=COUNTER)

@@ -24,6 +24,7 @@ from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.redact import redact_messages
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
+from tests.conftest import COUNTER
 
 runner = CliRunner()
 CORPUS = Path(__file__).resolve().parent / "malformed"
@@ -177,7 +178,7 @@ def test_a_deeply_nested_tool_output_compacts(counter: TokenCounter) -> None:
     settings = CompressSettings(force=True, budget=Budget(tail_tokens=50, protect_last=2))
     result, report = compress_transcript(transcript, counter=counter, settings=settings)
     assert report.sessions[0].status == "compacted"
-    written = formats.read(formats.write(result), path="out.jsonl", fmt="openai")
+    written = formats.read(formats.write(result, counter=COUNTER), path="out.jsonl", fmt="openai")
     assert written.sessions[0].messages == result.sessions[0].messages
 
 

@@ -1,4 +1,4 @@
-"""Lossless reading and writing of the `openai` format (SPEC 2)."""
+"""Lossless reading and writing of the `openai` format."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from ctxpack import formats
 from ctxpack.errors import InputError
 from ctxpack.formats.base import ReadOptions
-from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
+from tests.conftest import COUNTER, OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 
 BIG = 2**70
 AWKWARD_LINES = [
@@ -32,7 +32,7 @@ def test_real_fixtures_round_trip_byte_identical(path: Path) -> None:
     data = path.read_bytes()
     transcript = formats.read(data, path=str(path))
     assert transcript.format == "openai"
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_record_files_are_found_without_options() -> None:
@@ -60,7 +60,7 @@ def test_awkward_jsonl_round_trips(eol: bytes, final: bool, bom: bool) -> None:
     msgs = transcript.sessions[0].messages
     assert msgs[1]["id"] == BIG
     assert "\u2028" in msgs[1]["content"]
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_changed_message_is_reserialized_and_neighbours_kept() -> None:
@@ -71,7 +71,7 @@ def test_changed_message_is_reserialized_and_neighbours_kept() -> None:
     new = transcript.with_sessions(
         [session.with_messages([*session.messages[:2], changed, *session.messages[3:]])]
     )
-    out = formats.write(new).split(b"\n")
+    out = formats.write(new, counter=COUNTER).split(b"\n")
     assert out[0] == AWKWARD_LINES[0]
     assert out[1] == AWKWARD_LINES[1]
     assert json.loads(out[2])["content"] == "changed"
@@ -82,14 +82,16 @@ def test_changed_message_with_big_integer_stays_exact() -> None:
     transcript = _read(AWKWARD_LINES[1] + b"\n")
     session = transcript.sessions[0]
     changed = {**session.messages[0], "content": "x"}
-    out = formats.write(transcript.with_sessions([session.with_messages([changed])]))
+    out = formats.write(
+        transcript.with_sessions([session.with_messages([changed])]), counter=COUNTER
+    )
     assert json.loads(out)["id"] == BIG
 
 
 def test_empty_file_is_zero_messages() -> None:
     transcript = _read(b"")
     assert transcript.sessions[0].messages == []
-    assert formats.write(transcript) == b""
+    assert formats.write(transcript, counter=COUNTER) == b""
 
 
 def test_json_array_and_messages_object() -> None:
@@ -111,7 +113,7 @@ def test_one_session_per_line_keeps_other_sessions_bytes() -> None:
     assert len(transcript.sessions) == 2
     first, second = transcript.sessions
     edited = first.with_messages([{"role": "user", "content": "A"}])
-    out = formats.write(transcript.with_sessions([edited, second])).split(b"\n")
+    out = formats.write(transcript.with_sessions([edited, second]), counter=COUNTER).split(b"\n")
     assert json.loads(out[0]) == {"messages": [{"role": "user", "content": "A"}], "id": 1}
     assert out[1] == lines[1]
 
@@ -163,4 +165,4 @@ def test_skip_invalid_keeps_bad_lines_untouched(name: str) -> None:
     data, _, _ = BAD_INPUTS[name]
     transcript = _read(data, skip_invalid=True)
     assert transcript.skipped_lines == 1
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data

@@ -28,6 +28,7 @@ from ctxpack.pipeline.archiving import record_run
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
+from tests.conftest import COUNTER
 
 EXAMPLES = settings(
     max_examples=60,
@@ -149,7 +150,7 @@ def _compress(
 ) -> tuple[Transcript, Transcript, bytes]:
     original = _read(data)
     result, _report = compress_transcript(original, counter=counter, settings=settings)
-    return original, result, formats.write(result)
+    return original, result, formats.write(result, counter=COUNTER)
 
 
 def _quoted(ask: str) -> str:
@@ -195,7 +196,7 @@ def test_under_threshold_is_the_identity(counter: TokenCounter, messages: list[M
     result, report = compress_transcript(original, counter=counter, settings=settings)
     assert result.sessions[0].messages is original.sessions[0].messages
     assert report.sessions[0].status == "under-threshold"
-    assert formats.write(result) == data
+    assert formats.write(result, counter=COUNTER) == data
 
 
 @EXAMPLES

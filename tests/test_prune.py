@@ -9,7 +9,9 @@ import pytest
 
 from ctxpack import formats
 from ctxpack import messages as m
+from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
+from ctxpack.align.protect import head_end, prune_bounds
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.argshrink import mark, shrink_arguments
 from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned
@@ -19,14 +21,12 @@ from ctxpack.prune.stage import (
     SUMMARIZE,
     PruneResult,
     PruneSettings,
-    head_end,
     prune_messages,
     prune_transcript,
-    tail_start,
 )
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
-from tests.conftest import TAU_BENCH
+from tests.conftest import COUNTER, TAU_BENCH
 
 SMALL = PruneSettings(budget=Budget(tail_tokens=500, protect_last=4))
 
@@ -128,7 +128,7 @@ def test_tau_bench_pruning_twice_changes_nothing(
     assert all(not r.rows and not r.applied for r in results)
     for a, b in zip(once.sessions, twice.sessions, strict=True):
         assert a is b
-    assert formats.write(twice) == formats.write(once)
+    assert formats.write(twice, counter=COUNTER) == formats.write(once, counter=COUNTER)
 
 
 def test_tau_bench_stand_ins_are_short_and_written_back(
@@ -144,7 +144,7 @@ def test_tau_bench_stand_ins_are_short_and_written_back(
                 continue
             assert is_pruned(msg["content"]) and "\n" not in msg["content"]
             assert len(msg["content"]) < (200 if row.action == DEDUPE else 320)
-    data = formats.write(pruned)
+    data = formats.write(pruned, counter=COUNTER)
     again = formats.read(data, path="pruned.json")
     assert [len(s.messages) for s in again.sessions] == [len(s.messages) for s in pruned.sessions]
 
@@ -167,12 +167,35 @@ def test_tau_bench_repeated_identical_output_is_deduplicated(
 
 def test_head_is_system_plus_protect_first() -> None:
     msgs = convo()
-    assert head_end(msgs, 3) == 4
-    assert head_end(msgs, 0) == 1
+    assert head_end(msgs, protect_first=3) == 4
+    assert head_end(msgs, protect_first=0) == 1
     assert (
-        head_end([{"role": "system", "content": "a"}, {"role": "developer", "content": "b"}], 3)
+        head_end(
+            [{"role": "system", "content": "a"}, {"role": "developer", "content": "b"}],
+            protect_first=3,
+        )
         == 2
     )
+    # Only the leading system messages come on top of protect_first: a later
+    # one is one of the protected messages, as it is for align.
+    later = [
+        {"role": "system", "content": "a"},
+        {"role": "user", "content": "b"},
+        {"role": "developer", "content": "c"},
+        {"role": "assistant", "content": "d"},
+    ]
+    assert head_end(later, protect_first=2) == 3
+
+
+def test_prune_and_align_protect_the_same_head(counter: TokenCounter) -> None:
+    transcript = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH))
+    budget = Budget(protect_first=1)
+    for session in transcript.sessions[:20]:
+        pruned = prune_messages(
+            session.messages, counter=counter, settings=PruneSettings(budget=budget)
+        )
+        plan = plan_boundaries(session.messages, counter=counter, budget=budget)
+        assert pruned.head_end == plan.head_end == 2
 
 
 def test_tail_budget_and_protect_last(counter: TokenCounter) -> None:
@@ -180,20 +203,18 @@ def test_tail_budget_and_protect_last(counter: TokenCounter) -> None:
     msgs = convo(call("c1", "Bash", {"command": "ls"}), result("c1", big), tail=6)
     n = len(msgs)
     assert (
-        tail_start(msgs, counter=counter, budget=Budget(tail_tokens=0, protect_last=6), head=4)
+        prune_bounds(msgs, counter=counter, budget=Budget(tail_tokens=0, protect_last=6))[1]
         == n - 6
     )
     # a budget that holds the big output too keeps it in the tail
     whole = counter.messages(msgs[5:])
     assert (
-        tail_start(msgs, counter=counter, budget=Budget(tail_tokens=whole, protect_last=2), head=4)
+        prune_bounds(msgs, counter=counter, budget=Budget(tail_tokens=whole, protect_last=2))[1]
         == 5
     )
     assert prune(msgs, counter, tail_tokens=whole, protect_last=2).rows == []
     # never reaches into the head
-    assert (
-        tail_start(msgs, counter=counter, budget=Budget(tail_tokens=0, protect_last=n), head=4) == 4
-    )
+    assert prune_bounds(msgs, counter=counter, budget=Budget(tail_tokens=0, protect_last=n))[1] == 4
 
 
 def test_old_long_output_becomes_one_liner(counter: TokenCounter) -> None:
@@ -390,4 +411,4 @@ def test_unchanged_sessions_keep_their_identity(tau: Transcript, counter: TokenC
     pruned, results = prune_transcript(tau, counter=counter, settings=PruneSettings())
     assert all(not r.applied for r in results)
     assert all(a is b for a, b in zip(tau.sessions, pruned.sessions, strict=True))
-    assert formats.write(pruned) == TAU_BENCH.read_bytes()
+    assert formats.write(pruned, counter=COUNTER) == TAU_BENCH.read_bytes()

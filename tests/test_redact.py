@@ -1,4 +1,4 @@
-"""Secrets are masked before anything leaves the machine (SPEC 4, Stage 3)."""
+"""Secrets are masked before anything leaves the machine."""
 
 from __future__ import annotations
 

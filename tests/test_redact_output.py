@@ -20,7 +20,7 @@ from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 
@@ -110,7 +110,7 @@ def test_redacted_output_holds_no_secret(planted: bytes, counter: TokenCounter) 
     result, report = compress_transcript(
         _read(planted), counter=counter, settings=_forced(redact=True)
     )
-    written = formats.write(result)
+    written = formats.write(result, counter=COUNTER)
     assert report.sessions[0].status == "compacted"
     assert _leaks(written) == []
     for kind in set(SECRETS.values()) - {"url-credentials", "password"}:
@@ -129,7 +129,7 @@ def test_without_redact_the_verbatim_turns_keep_their_secrets(
 ) -> None:
     original = _read(planted)
     result, _ = compress_transcript(original, counter=counter, settings=_forced(redact=False))
-    written = formats.write(result)
+    written = formats.write(result, counter=COUNTER)
     kept = {id(msg) for msg in result.sessions[0].messages}
     verbatim = [i for i in PLANTS if id(original.sessions[0].messages[i]) in kept]
     # The head's first message and the whole tail were written as they came.
@@ -158,7 +158,7 @@ def test_under_the_threshold_only_secret_lines_change(
     settings = CompressSettings(redact=True)  # 50k tokens: far under the default threshold
     result, report = compress_transcript(_read(planted), counter=counter, settings=settings)
     assert report.sessions[0].status == "under-threshold"
-    written = formats.write(result)
+    written = formats.write(result, counter=COUNTER)
     assert _leaks(written) == []
     before, after = planted.splitlines(), written.splitlines()
     assert len(before) == len(after)
@@ -167,15 +167,17 @@ def test_under_the_threshold_only_secret_lines_change(
 
 
 def test_nothing_to_mask_keeps_the_very_same_messages(counter: TokenCounter) -> None:
-    data = formats.write(formats.read(HAIKU.read_bytes(), path=str(HAIKU)), fmt="openai")
+    data = formats.write(
+        formats.read(HAIKU.read_bytes(), path=str(HAIKU)), fmt="openai", counter=COUNTER
+    )
     transcript = _read(data)
     result, _ = compress_transcript(
         transcript, counter=counter, settings=CompressSettings(redact=True)
     )
     assert result.sessions[0].messages is transcript.sessions[0].messages
-    assert formats.write(result) == data
+    assert formats.write(result, counter=COUNTER) == data
 
 
 def test_summarize_redacts_its_output_too(planted: bytes, counter: TokenCounter) -> None:
     result, _ = summarize_transcript(_read(planted), counter=counter, settings=_forced(redact=True))
-    assert _leaks(formats.write(result)) == []
+    assert _leaks(formats.write(result, counter=COUNTER)) == []

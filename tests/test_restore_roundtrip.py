@@ -14,7 +14,7 @@ from ctxpack import formats
 from ctxpack import messages as m
 from ctxpack.archive.store import Archive
 from ctxpack.cli import app
-from tests.conftest import FIXTURES
+from tests.conftest import COUNTER, FIXTURES
 
 runner = CliRunner()
 WRITABLE = [
@@ -65,7 +65,9 @@ def test_compress_then_restore_is_byte_identical(path: Path, tmp_path: Path) -> 
 def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
     source = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     session = tmp_path / "s.jsonl"
-    session.write_bytes(formats.write(formats.read(source.read_bytes(), path="s"), fmt="openai"))
+    session.write_bytes(
+        formats.write(formats.read(source.read_bytes(), path="s"), fmt="openai", counter=COUNTER)
+    )
     out = tmp_path / "c.jsonl"
     runner.invoke(app, ["compress", "--force", "--offline", str(session), "-o", str(out)])
     extra = b'{"role":"user","content":"and now?"}\n{"role":"assistant","content":"done"}\n'
@@ -81,7 +83,9 @@ def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
 def test_placeholders_resolve_with_show(tmp_path: Path) -> None:
     source = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     session = tmp_path / "s.jsonl"
-    session.write_bytes(formats.write(formats.read(source.read_bytes(), path="s"), fmt="openai"))
+    session.write_bytes(
+        formats.write(formats.read(source.read_bytes(), path="s"), fmt="openai", counter=COUNTER)
+    )
     out = tmp_path / "c.jsonl"
     runner.invoke(app, ["compress", "--force", "--offline", str(session), "-o", str(out)])
     texts = [json.loads(line).get("content") or "" for line in out.read_bytes().splitlines()]

@@ -23,7 +23,7 @@ from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.tally import count_transcript
 from ctxpack.transcript import Message
-from tests.conftest import TAU_BENCH
+from tests.conftest import COUNTER, TAU_BENCH
 
 
 def _tau_messages() -> list[Message]:
@@ -116,7 +116,7 @@ def test_jsonl_lines_are_views_of_the_input_and_write_back_exactly(tmp_path: Pat
     edited = transcript.with_sessions(
         [transcript.sessions[0].with_messages(list(transcript.sessions[0].messages))]
     )
-    assert formats.write(edited) == data
+    assert formats.write(edited, counter=COUNTER) == data
 
 
 def test_reading_for_counting_only_counts_the_same_and_refuses_to_write(
@@ -132,7 +132,7 @@ def test_reading_for_counting_only_counts_the_same_and_refuses_to_write(
         == count_transcript(full, counter=counter).to_dict()
     )
     with pytest.raises(CtxpackError, match="cannot be written"):
-        formats.write(light)
+        formats.write(light, counter=COUNTER)
 
 
 @pytest.mark.parametrize("offset", range(0, 40, 3))
@@ -149,7 +149,7 @@ def test_a_file_with_a_big_integer_still_reads_it_exactly(tmp_path: Path) -> Non
     )
     transcript = formats.read(data, path="big.jsonl")
     assert transcript.sessions[0].messages[1]["id"] == 123456789012345678901234567890
-    assert formats.write(transcript) == data
+    assert formats.write(transcript, counter=COUNTER) == data
 
 
 def test_compress_counted_on_several_cores_writes_the_same_bytes(

@@ -1,4 +1,4 @@
-"""Exact, offline token counts (SPEC 3)."""
+"""Exact, offline token counts."""
 
 from __future__ import annotations
 

@@ -39,6 +39,8 @@ from ctxpack.align.plan import (
     AdjustmentKind,
     AlignPlan,
 )
+from ctxpack.align.protect import head_end as protected_head
+from ctxpack.align.protect import system_prefix_end, walk_back
 from ctxpack.markers import is_summary
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import link_results
@@ -48,15 +50,10 @@ SOFT_CEILING_FACTOR = 1.5
 MIN_MIDDLE = 2
 MIN_TAIL = 3
 FLOOR_CAP = 8
-SYSTEM_ROLES = ("system", "developer")
 
 
 def plan_boundaries(messages: list[Message], *, counter: TokenCounter, budget: Budget) -> AlignPlan:
     return _Planner(messages, counter=counter, budget=budget).plan()
-
-
-def _is_system(msg: Message) -> bool:
-    return m.role(msg) in SYSTEM_ROLES
 
 
 def latest_user_index(messages: list[Message]) -> int | None:
@@ -138,22 +135,13 @@ class _Planner:
         return b
 
     def _walk(self, start: int, ceiling: int) -> int:
-        cut, acc = self.n, 0
-        for i in range(self.n - 1, start - 1, -1):
-            if acc + self.tokens[i] > ceiling:
-                break
-            acc += self.tokens[i]
-            cut = i
-        return cut
+        return walk_back(self.n, stop=start, ceiling=ceiling, tokens=self.tokens.__getitem__)
 
     def _head(self) -> int:
-        sys_end = 0
-        while sys_end < self.n and _is_system(self.messages[sys_end]):
-            sys_end += 1
         if self.prev is not None:
-            head_end = min(sys_end, self.prev)
+            head_end = min(system_prefix_end(self.messages), self.prev)
         else:
-            head_end = min(self.n, sys_end + self.budget.protect_first)
+            head_end = protected_head(self.messages, protect_first=self.budget.protect_first)
         aligned = self._forward(head_end)
         if aligned != head_end:
             self._adjust(

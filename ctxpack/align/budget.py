@@ -1,4 +1,4 @@
-"""The token budgets every stage derives from the same few settings (SPEC 4)."""
+"""The token budgets every stage derives from the same few settings."""
 
 from __future__ import annotations
 

@@ -81,6 +81,7 @@ def convert(
     from ctxpack import formats as registry
     from ctxpack.cli.render import note
     from ctxpack.formats.base import ReadOptions
+    from ctxpack.tokens.counter import TokenCounter
 
     with reported():
         target = registry.get(to)
@@ -94,7 +95,8 @@ def convert(
         )
         name = "<stdin>" if path == io.STDIO else path
         transcript = registry.read(data, path=name, fmt=from_, options=options)
-        out = registry.write(transcript, fmt=target.name)
+        # Converting counts nothing itself: the default counter.
+        out = registry.write(transcript, counter=TokenCounter(), fmt=target.name)
         where = emit(out, source=path, output=output)
         how = "named" if from_ else "detected"
         messages = sum(len(s.messages) for s in transcript.sessions)

@@ -105,7 +105,7 @@ def prune(
             render_plan(transcript, results)
         if dry_run or (json_out and output is None):
             return
-        data = formats.write(pruned)
+        data = formats.write(pruned, counter=counter)
         if not no_archive:
             report = {"command": "prune", **totals(results)}
             archive_result(

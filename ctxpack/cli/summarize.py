@@ -120,7 +120,7 @@ def _run(args: dict[str, Any], *, require_previous: bool) -> None:
         plans=plans,
         require_previous=require_previous,
     )
-    data = formats.write(result, fmt=args["to"])
+    data = formats.write(result, counter=counter, fmt=args["to"])
     if not args["no_archive"]:
         archive_result(
             report.sessions,

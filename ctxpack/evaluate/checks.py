@@ -14,7 +14,7 @@ from ctxpack import messages as m
 from ctxpack.align.boundaries import latest_user_index
 from ctxpack.facts.match import collapse
 from ctxpack.summarize.protocol import HEADINGS
-from ctxpack.toolpairs import calls_of, orphans
+from ctxpack.toolpairs import ToolUse, calls_of, orphans
 from ctxpack.transcript import Message
 
 _PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
@@ -98,9 +98,10 @@ def orphan_check(original: list[Message], compacted: list[Message]) -> Check:
     """Orphans the compaction introduced; ones the input already had are only noted."""
     results, calls = orphans(compacted)
     old_results, old_calls = orphans(original)
-    old_result_ids = {m.result_call_id(original[i]) for i in old_results}
-    new_results = [i for i in results if m.result_call_id(compacted[i]) not in old_result_ids]
-    new_calls = [c for c in calls if c not in set(old_calls)]
+    old_result_keys = {message_key(original[i]) for i in old_results}
+    old_call_keys = {_call_key(use) for use in old_calls}
+    new_results = [i for i in results if message_key(compacted[i]) not in old_result_keys]
+    new_calls = [use for use in calls if _call_key(use) not in old_call_keys]
     inherited = len(results) - len(new_results) + len(calls) - len(new_calls)
     also = f" ({inherited} already in the original)" if inherited else ""
     if new_results or new_calls:
@@ -110,6 +111,10 @@ def orphan_check(original: list[Message], compacted: list[Message]) -> Check:
         )
         return Check("no_orphan_tool_pairs", False, detail)
     return Check("no_orphan_tool_pairs", True, f"every call and result pairs up{also}")
+
+
+def _call_key(use: ToolUse) -> tuple[str, str, str]:
+    return use.call_id, use.name, use.arguments
 
 
 def latest_user_check(original: list[Message], compacted: list[Message], haystack: str) -> Check:

@@ -20,6 +20,7 @@ from ctxpack.formats.openai import OpenAIFormat
 from ctxpack.formats.openhands import OpenHandsFormat
 from ctxpack.formats.sharegpt import ShareGPTFormat
 from ctxpack.formats.swe_agent import SWEAgentFormat
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 # Most specific first: detection takes the first adapter that claims the head.
@@ -67,16 +68,16 @@ def read(
     return adapter.read(data, path=path, options=options or ReadOptions())
 
 
-def write(transcript: Transcript, *, fmt: str | None = None) -> bytes:
+def write(transcript: Transcript, *, counter: TokenCounter, fmt: str | None = None) -> bytes:
     adapter = get(fmt or transcript.format)
     if not adapter.writable:
         raise UsageError(f"format {adapter.name!r} can be read but not written; use --to openai")
     if adapter.name == transcript.format:
-        return adapter.write(transcript)
-    return convert(transcript, adapter.name)
+        return adapter.write(transcript, counter=counter)
+    return convert(transcript, adapter.name, counter=counter)
 
 
-def convert(transcript: Transcript, fmt: str) -> bytes:
+def convert(transcript: Transcript, fmt: str, *, counter: TokenCounter) -> bytes:
     """The transcript written as `fmt`, built from its messages alone."""
     adapter = get(fmt)
     if not adapter.writable:
@@ -87,8 +88,10 @@ def convert(transcript: Transcript, fmt: str) -> bytes:
     ]
     if adapter.name == "openai":
         return _openai_lines(sessions)
-    layout = {k: v for k, v in transcript.layout.items() if k == "last_timestamp"}
-    return adapter.write(Transcript(adapter.name, sessions, path=transcript.path, layout=layout))
+    bare = Transcript(
+        adapter.name, sessions, path=transcript.path, last_timestamp=transcript.last_timestamp
+    )
+    return adapter.write(bare, counter=counter)
 
 
 def portable(msg: Message) -> Message:

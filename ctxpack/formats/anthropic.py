@@ -17,8 +17,9 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
+from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_document
 from ctxpack.formats.origins import resolve
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _BLOCK = re.compile(rb'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"')
@@ -100,11 +101,7 @@ class AnthropicFormat:
         return detect(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        bom = data.startswith(BOM)
-        body = data[len(BOM) :] if bom else data
-        lines, final_newline = split_lines(body)
-        nonblank = [line for line in lines if line.strip()]
-        layout: dict[str, Any] = {"bom": bom, "final_newline": final_newline}
+        body, lines, nonblank, layout = split_document(data)
         sessions: list[Session] = []
         skipped = 0
         if len(nonblank) > 1 and nonblank[0].lstrip().startswith(b"{") and _parses(nonblank[0]):
@@ -134,11 +131,14 @@ class AnthropicFormat:
                 sessions = self._document(doc, body, start, layout)
             except ValueError as exc:
                 raise InputError(str(exc), path=path) from None
-        stamp = _last_ts(sessions)
-        if stamp:
-            layout["last_timestamp"] = stamp
         return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=skipped, layout=layout
+            self.name,
+            sessions,
+            path=path,
+            raw=data,
+            skipped_lines=skipped,
+            layout=layout,
+            last_timestamp=_last_ts(sessions) or None,
         )
 
     def _document(self, doc: Any, body: bytes, start: int, layout: dict[str, Any]) -> list[Session]:
@@ -164,7 +164,7 @@ class AnthropicFormat:
         session.context["spans"] = jsonspans.array_items(body, messages_span[0])
         return [session]
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         layout = transcript.layout
         mode = layout.get("mode")
         if transcript.unchanged() and mode is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, overload
+from typing import Any, Protocol, overload
 
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import RawLine, Transcript
 
 BOM = b"\xef\xbb\xbf"
@@ -34,7 +35,10 @@ class FormatAdapter(Protocol):
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript: ...
 
-    def write(self, transcript: Transcript) -> bytes: ...
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
+        """The transcript in this format; `counter` is the run's, for any token
+        count the format records."""
+        ...
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], bool]:
@@ -90,6 +94,16 @@ _SPACE = b" \t\r\n\x0b\x0c"
 def is_blank(line: bytes | memoryview) -> bool:
     # A JSONL line almost always starts with "{": only look further when not.
     return not line or (line[0] in _SPACE and not bytes(line).strip())
+
+
+def split_document(data: bytes) -> tuple[bytes, list[bytes], list[bytes], dict[str, Any]]:
+    """(body without the BOM, its lines, the lines with content, the layout that
+    writes the same bytes back: BOM and final newline)."""
+    bom = data.startswith(BOM)
+    body = data[len(BOM) :] if bom else data
+    lines, final_newline = split_lines(body)
+    nonblank = [line for line in lines if line.strip()]
+    return body, lines, nonblank, {"bom": bom, "final_newline": final_newline}
 
 
 def join_lines(lines: Sequence[RawLine], *, final_newline: bool) -> bytes:

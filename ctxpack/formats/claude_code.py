@@ -20,6 +20,7 @@ from typing import Any
 
 from ctxpack.formats import blocks, jsonl
 from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 # Entries that take part in the uuid/parentUuid tree.
@@ -195,6 +196,22 @@ def last_timestamp(doc: jsonl.Lines, chain: list[int]) -> str | None:
     return None
 
 
+def chain_transcript(
+    name: str, doc: jsonl.Lines, sessions: list[Session], *, path: str, data: bytes
+) -> Transcript:
+    """The transcript of a log whose sessions are chains of its lines."""
+    chain = sessions[0].context["chain"] if sessions else []
+    return Transcript(
+        name,
+        sessions,
+        path=path,
+        raw=data,
+        skipped_lines=doc.skipped,
+        layout={"doc": doc},
+        last_timestamp=(last_timestamp(doc, chain) or None) if chain else None,
+    )
+
+
 class ClaudeCodeFormat:
     name = "claude-code"
     description = "Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"
@@ -209,18 +226,11 @@ class ClaudeCodeFormat:
             session_of(doc, chain, label)
             for label, chain in chains(doc, include_sidechains=options.include_sidechains)
         ]
-        layout: dict[str, Any] = {"doc": doc}
-        if sessions and sessions[0].context["chain"]:
-            stamp = last_timestamp(doc, sessions[0].context["chain"])
-            if stamp:
-                layout["last_timestamp"] = stamp
-        return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
-        )
+        return chain_transcript(self.name, doc, sessions, path=path, data=data)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.claude_code_write import write
 
         if transcript.unchanged() and "doc" in transcript.layout:
             return transcript.raw
-        return write(transcript)
+        return write(transcript, counter=counter)

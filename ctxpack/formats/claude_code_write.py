@@ -66,7 +66,9 @@ class Slot:
     line: int | None
 
 
-def write(transcript: Transcript, *, writer: type[SessionWriter] | None = None) -> bytes:
+def write(
+    transcript: Transcript, *, counter: TokenCounter, writer: type[SessionWriter] | None = None
+) -> bytes:
     doc = transcript.layout.get("doc")
     if not isinstance(doc, jsonl.Lines):
         doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
@@ -74,18 +76,20 @@ def write(transcript: Transcript, *, writer: type[SessionWriter] | None = None) 
     for number, session in enumerate(transcript.sessions):
         if "chain" in session.context and session.unchanged():
             continue
-        stamp = transcript.layout.get("last_timestamp")
         make = writer or SessionWriter
-        make(doc, session, number, stamp if isinstance(stamp, str) else EPOCH).run(edits)
+        make(doc, session, number, transcript.last_timestamp or EPOCH, counter).run(edits)
     return edits.apply(doc)
 
 
 class SessionWriter:
     """Rewrites one conversation chain; subclasses change the line shapes."""
 
-    def __init__(self, doc: jsonl.Lines, session: Session, number: int, stamp: str) -> None:
+    def __init__(
+        self, doc: jsonl.Lines, session: Session, number: int, stamp: str, counter: TokenCounter
+    ) -> None:
         ctx = session.context
         self.doc = doc
+        self.counter = counter
         self.session = session
         self.chain: list[int] = ctx.get("chain", [])
         self.units: dict[int, list[tuple[Message, list[int]]]] = ctx.get("units", {})
@@ -322,7 +326,7 @@ class SessionWriter:
         return [Slot(boundary, None), Slot(note, None)]
 
     def post_tokens(self) -> int:
-        return TokenCounter().messages(self.session.messages)
+        return self.counter.messages(self.session.messages)
 
     def _copies(self, head: list[tuple[Message, Message | None]]) -> list[Slot]:
         out: list[Slot] = []

@@ -24,8 +24,9 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.formats import jsonl
 from ctxpack.formats.base import ReadOptions
-from ctxpack.formats.claude_code import last_timestamp, line, session_of
+from ctxpack.formats.claude_code import chain_transcript, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
@@ -170,15 +171,9 @@ class ClaudeStreamFormat:
             session_of(doc, lines, label)
             for label, lines in views(doc, include_sidechains=options.include_sidechains)
         ]
-        layout: dict[str, Any] = {"doc": doc}
-        stamp = last_timestamp(doc, sessions[0].context["chain"])
-        if stamp:
-            layout["last_timestamp"] = stamp
-        return Transcript(
-            self.name, sessions, path=path, raw=data, skipped_lines=doc.skipped, layout=layout
-        )
+        return chain_transcript(self.name, doc, sessions, path=path, data=data)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         if transcript.unchanged() and "doc" in transcript.layout:
             return transcript.raw
-        return write(transcript, writer=StreamWriter)
+        return write(transcript, counter=counter, writer=StreamWriter)

@@ -24,6 +24,7 @@ from typing import Any
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
 from ctxpack.formats.base import ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _DETECT = re.compile(
@@ -210,7 +211,7 @@ class _Builder:
         self.last_line = index
 
 
-def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any]]:
+def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any], str | None]:
     builder = _Builder(doc)
     mirrors: dict[str, list[int]] = {}
     compacted_at = -1
@@ -237,12 +238,8 @@ def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any]]:
         originals=[(msg, b"") for msg in messages],
         context={"where": builder.where, "mirrors": mirrors, "compacted_at": compacted_at},
     )
-    layout: dict[str, Any] = {"doc": doc}
-    if builder.last_line >= 0:
-        stamp = (doc.objs[builder.last_line] or {}).get("timestamp")
-        if isinstance(stamp, str):
-            layout["last_timestamp"] = stamp
-    return session, layout
+    stamp = (doc.objs[builder.last_line] or {}).get("timestamp") if builder.last_line >= 0 else None
+    return session, {"doc": doc}, stamp if isinstance(stamp, str) else None
 
 
 class CodexFormat:
@@ -255,12 +252,18 @@ class CodexFormat:
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)
-        session, layout = read_doc(doc)
+        session, layout, stamp = read_doc(doc)
         return Transcript(
-            self.name, [session], path=path, raw=data, skipped_lines=doc.skipped, layout=layout
+            self.name,
+            [session],
+            path=path,
+            raw=data,
+            skipped_lines=doc.skipped,
+            layout=layout,
+            last_timestamp=stamp,
         )
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.codex_write import write
 
         if transcript.unchanged() and "doc" in transcript.layout:

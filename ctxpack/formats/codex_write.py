@@ -55,7 +55,7 @@ def write(transcript: Transcript) -> bytes:
         doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
     if len(transcript.sessions) != 1:
         raise UsageError("a Codex rollout holds one session; convert one session at a time")
-    stamp = transcript.layout.get("last_timestamp")
+    stamp = transcript.last_timestamp
     edits = jsonl.Edits()
     _Writer(doc, transcript.sessions[0], stamp if isinstance(stamp, str) else EPOCH).run(edits)
     return edits.apply(doc)

@@ -9,6 +9,7 @@ from typing import Any
 from ctxpack.errors import CtxpackError, InputError, UsageError
 from ctxpack.formats import jsoncodec, keypath
 from ctxpack.formats.base import BOM, LineViews, ReadOptions, is_blank, join_lines
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, RawLine, Session, Transcript
 
 _JSON_TYPES = {
@@ -192,7 +193,7 @@ class OpenAIFormat:
             sessions.append(_record_session(record, key, path, None, label=f"#{number}"))
         return Transcript(self.name, sessions, path=path, raw=data, layout=layout)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         layout = transcript.layout
         mode = layout["mode"]
         if layout.get("bytes_dropped"):

@@ -22,6 +22,7 @@ from ctxpack import markers
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, split_lines
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _V0 = re.compile(rb'"source"\s*:\s*"(agent|user|environment)"')
@@ -285,8 +286,7 @@ class OpenHandsFormat:
                 Session(messages=messages, originals=[(x, b"") for x in messages], label=label)
             )
             stamp = _last_timestamp(events) or stamp
-        layout: dict[str, Any] = {"last_timestamp": stamp} if stamp else {}
-        return Transcript(self.name, sessions, path=path, raw=data, layout=layout)
+        return Transcript(self.name, sessions, path=path, raw=data, last_timestamp=stamp or None)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError("openhands is read only")

@@ -19,7 +19,8 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, split_lines
+from ctxpack.formats.base import ReadOptions, split_document
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -186,11 +187,7 @@ class ShareGPTFormat:
         return bool(_DETECT.search(head))
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        bom = data.startswith(BOM)
-        body = data[len(BOM) :] if bom else data
-        lines, final_newline = split_lines(body)
-        nonblank = [line for line in lines if line.strip()]
-        layout: dict[str, Any] = {"bom": bom, "final_newline": final_newline}
+        body, lines, nonblank, layout = split_document(data)
         sessions: list[Session] = []
         if len(nonblank) > 1 and _parses(nonblank[0]):
             layout["mode"] = "jsonl"
@@ -231,10 +228,10 @@ class ShareGPTFormat:
             transcript = Transcript(self.name, sessions, path=path, raw=data, layout=layout)
         stamps = [s.context["record"].get("timestamp") for s in sessions]
         if stamps and isinstance(stamps[-1], str):
-            layout["last_timestamp"] = stamps[-1]
+            transcript.last_timestamp = stamps[-1]
         return transcript
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.sharegpt_write import write
 
         if transcript.unchanged() and "mode" in transcript.layout:

@@ -17,6 +17,7 @@ from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _HISTORY = re.compile(rb'"history"\s*:\s*\[\s*\{')
@@ -85,5 +86,5 @@ class SWEAgentFormat:
         )
         return Transcript(self.name, [session], path=path, raw=data)
 
-    def write(self, transcript: Transcript) -> bytes:
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError("swe-agent is read only")

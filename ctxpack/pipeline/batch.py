@@ -73,7 +73,7 @@ def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileO
             report.sessions[0].warnings.append(
                 f"{transcript.format} is read-only; the output is written as openai"
             )
-        data = formats.write(result, fmt=output_format)
+        data = formats.write(result, counter=counter, fmt=output_format)
         if job.archive:
             archive_result(
                 report.sessions,

@@ -1,4 +1,4 @@
-"""The whole compaction: prune -> align -> summarize/update -> assemble (SPEC 4)."""
+"""The whole compaction: prune -> align -> summarize/update -> assemble."""
 
 from __future__ import annotations
 
@@ -174,10 +174,11 @@ def summarize_messages(
     room = budget_tokens - counter.text(text)
     # Calls that never got a result are stripped at assembly: keep their facts too.
     _, unanswered = toolpairs.orphans(messages)
+    unanswered_ids = {use.call_id for use in unanswered if use.call_id}
     stripped = [
         msg
         for msg in (*head, *tail)
-        if any(m.call_id(call) in unanswered for call in m.tool_calls(msg))
+        if any(m.call_id(call) in unanswered_ids for call in m.tool_calls(msg))
     ]
     facts = preserved_facts_section(
         [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
@@ -188,7 +189,8 @@ def summarize_messages(
     source_turns = _jsonl(middle)
     text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
     first = not any(markers.has_system_note(msg) for msg in head)
-    out = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    assembly = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
         report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
@@ -196,6 +198,7 @@ def summarize_messages(
             report.status = "nothing-to-compress"
         return messages
     report.status = "compacted"
+    report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source
@@ -208,7 +211,6 @@ def summarize_messages(
 class Prepared:
     """A session cut into head, middle and tail, and the request for its middle."""
 
-    plan: AlignPlan
     head: list[Message]
     middle: list[Message]
     tail: list[Message]
@@ -241,7 +243,7 @@ def prepare_request(
         focus=settings.focus,
         last_timestamp=last_timestamp,
     )
-    return Prepared(plan, head, middle, tail, request, budget_tokens)
+    return Prepared(head, middle, tail, request, budget_tokens)
 
 
 def _jsonl(messages: list[Message]) -> bytearray:
@@ -286,14 +288,13 @@ def compress_transcript(
 ) -> tuple[Transcript, CompressReport]:
     sessions = []
     reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
     for number, session in enumerate(transcript.sessions):
         messages, report = compress_messages(
             session.messages,
             counter=counter,
             settings=settings,
             label=session.label or f"#{number}",
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            last_timestamp=transcript.last_timestamp,
         )
         sessions.append(
             session if messages is session.messages else session.with_messages(messages)
@@ -319,7 +320,6 @@ def summarize_transcript(
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
     sessions = []
     reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
     for number, session in enumerate(transcript.sessions):
         before = tally(session.messages, counter=counter)
         report = SessionReport(
@@ -333,7 +333,7 @@ def summarize_transcript(
             counter=counter,
             settings=settings,
             report=report,
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            last_timestamp=transcript.last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
         )

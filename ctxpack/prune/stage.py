@@ -18,6 +18,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack import toolpairs
 from ctxpack.align.budget import Budget
+from ctxpack.align.protect import prune_bounds
 from ctxpack.prune.argshrink import shrink_arguments
 from ctxpack.prune.oneliners import duplicate_note, is_pruned, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
@@ -113,31 +114,6 @@ class PruneResult:
         }
 
 
-def head_end(messages: list[Message], protect_first: int) -> int:
-    """End of the head: leading system messages plus the first `protect_first` others."""
-    index = seen = 0
-    while index < len(messages):
-        if m.role(messages[index]) not in ("system", "developer"):
-            if seen >= protect_first:
-                break
-            seen += 1
-        index += 1
-    return index
-
-
-def tail_start(messages: list[Message], *, counter: TokenCounter, budget: Budget, head: int) -> int:
-    """Start of the tail: as many messages from the end as fit the tail budget,
-    and never fewer than `protect_last`."""
-    start, total = len(messages), 0
-    while start > head:
-        tokens = counter.message(messages[start - 1])
-        if total + tokens > budget.tail_budget:
-            break
-        total += tokens
-        start -= 1
-    return max(head, min(start, len(messages) - budget.protect_last))
-
-
 @dataclass(frozen=True)
 class PrunePlan:
     """What pruning would replace: (index, (replacement, action, tool, reason))
@@ -153,8 +129,7 @@ def plan_prune(
 ) -> PrunePlan:
     """The plan, with no token counts needed but the tail's: it can be made
     while the session is counted in child processes (TokenCounter.counting)."""
-    head = head_end(messages, settings.budget.protect_first)
-    tail = tail_start(messages, counter=counter, budget=settings.budget, head=head)
+    head, tail = prune_bounds(messages, counter=counter, budget=settings.budget)
     return PrunePlan(head, tail, _plans(messages, head, tail, settings))
 
 

@@ -11,7 +11,6 @@ from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX, SYSTEM_NOTE, has_system
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.transcript import Message
 
-SYSTEM_ROLES = ("system", "developer")
 RESULT_ROLES = ("tool", "function")
 _PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
 
@@ -23,7 +22,7 @@ class Assembly:
     summary_index: int
     role: str
     merged: bool
-    system_note_added: bool
+    # What the sanitizer changed to make the tool pairs whole again.
     sanitizer_notes: list[str] = field(default_factory=list)
 
 
@@ -37,17 +36,9 @@ def summary_block(summary: str) -> str:
 
 def assemble(
     *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
-) -> list[Message]:
-    return assemble_detail(
-        head=head, summary=summary, tail=tail, first_compaction=first_compaction
-    ).messages
-
-
-def assemble_detail(
-    *, head: list[Message], summary: str, tail: list[Message], first_compaction: bool
 ) -> Assembly:
     block = summary_block(summary)
-    head, noted = _note_system(head) if first_compaction else (head, False)
+    head = _note_system(head) if first_compaction else head
     role = summary_role(head, tail)
     merged = role is None
     if role is None:
@@ -69,7 +60,6 @@ def assemble_detail(
         summary_index=kept[rank],
         role=role,
         merged=merged,
-        system_note_added=noted,
         sanitizer_notes=notes,
     )
 
@@ -77,7 +67,7 @@ def assemble_detail(
 def summary_role(head: list[Message], tail: list[Message]) -> str | None:
     """The role of a standalone summary between head and tail; None: merge it."""
     last = m.role(head[-1]) if head else ""
-    only_system = all(m.role(msg) in SYSTEM_ROLES for msg in head)
+    only_system = all(m.is_system(msg) for msg in head)
     role = "user" if only_system or last in ("assistant", *RESULT_ROLES) else "assistant"
     if tail and m.role(tail[0]) == role:
         flipped = "assistant" if role == "user" else "user"
@@ -87,15 +77,15 @@ def summary_role(head: list[Message], tail: list[Message]) -> str | None:
     return role
 
 
-def _note_system(head: list[Message]) -> tuple[list[Message], bool]:
+def _note_system(head: list[Message]) -> list[Message]:
     """The head with the compaction note on its first system message (once only)."""
     if any(has_system_note(msg) for msg in head):
-        return head, False
+        return head
     for i, msg in enumerate(head):
-        if m.role(msg) in SYSTEM_ROLES:
+        if m.is_system(msg):
             noted = {**msg, "content": _append_text(msg.get("content"), SYSTEM_NOTE)}
-            return [*head[:i], noted, *head[i + 1 :]], True
-    return head, False
+            return [*head[:i], noted, *head[i + 1 :]]
+    return head
 
 
 def _append_text(content: Any, text: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 
-# The template's headings, fixed and in this order (SPEC 4, Stage 3).
+# The template's headings, fixed and in this order.
 HEADINGS = (
     "Historical Task Snapshot",
     "Goal",

@@ -1,5 +1,5 @@
 """Stage 3/4 orchestration: the LLM summary when an endpoint is configured,
-the offline summary otherwise, and the fallback rules between them (SPEC 4)."""
+the offline summary otherwise, and the fallback rules between them."""
 
 from __future__ import annotations
 
