@@ -1,14 +1,16 @@
-"""The token budgets every stage derives from the same few settings (SPEC 4)."""
+"""The token budgets every stage derives from the same few settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_CONTEXT_LENGTH = 200_000
-DEFAULT_THRESHOLD = 0.50
-DEFAULT_TARGET_RATIO = 0.20
-DEFAULT_PROTECT_FIRST = 3
-DEFAULT_PROTECT_LAST = 20
+from ctxpack.settings import (
+    DEFAULT_CONTEXT_LENGTH,
+    DEFAULT_PROTECT_FIRST,
+    DEFAULT_PROTECT_LAST,
+    DEFAULT_TARGET_RATIO,
+    DEFAULT_THRESHOLD,
+)
 
 MIN_SUMMARY_TOKENS = 2_000
 MAX_SUMMARY_TOKENS = 10_000

@@ -6,13 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
 from ctxpack.archive.store import Archive
-from ctxpack.errors import CtxpackError
 from ctxpack.refs import Blob
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.pipeline.compaction import CompressSettings
-    from ctxpack.report import SessionReport
 
 
 def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
@@ -64,35 +62,9 @@ def settings_record(settings: CompressSettings) -> dict[str, Any]:
         "protect_last": budget.protect_last,
         "tail_tokens": budget.tail_tokens,
         "force": settings.force,
-        "prune": settings.prune,
-        "prune_only": settings.prune_only,
+        "prune": settings.prune != "no-prune",
+        "prune_only": settings.prune == "prune-only",
         "focus": settings.focus,
         "redact": settings.redact,
         "model": settings.llm.model if settings.llm else None,
     }
-
-
-def archive_result(
-    sessions: list[SessionReport],
-    *,
-    archive_path: str | None,
-    original: Transcript,
-    result: Transcript,
-    output_bytes: bytes,
-    settings: dict[str, Any],
-    report: dict[str, Any],
-) -> None:
-    """Record the run; a failing archive costs reversibility, not the run: warn."""
-    try:
-        record_run(
-            archive_path=archive_path,
-            original=original,
-            result=result,
-            output_bytes=output_bytes,
-            extra_blobs=[blob for s in sessions for blob in s.blobs],
-            settings=settings,
-            report=report,
-        )
-    except CtxpackError as exc:
-        if sessions:
-            sessions[0].warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")

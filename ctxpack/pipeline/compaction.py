@@ -1,8 +1,9 @@
-"""The whole compaction: prune -> align -> summarize/update -> assemble (SPEC 4)."""
+"""The whole compaction: prune -> align -> summarize/update -> assemble."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ctxpack import markers, toolpairs
 from ctxpack import messages as m
@@ -20,7 +21,7 @@ from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.stage import run_summary
+from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.tally import tally
@@ -30,19 +31,20 @@ from ctxpack.transcript import Message, Transcript
 # the preserved-facts section so the whole summary stays within budget.
 SUMMARY_SHARE = 0.85
 
+# Stage 1 before the summary; or stop after it when that is under the threshold; or skip it.
+PruneMode = Literal["prune", "prune-only", "no-prune"]
+
 
 @dataclass(frozen=True)
 class CompressSettings:
     budget: Budget = field(default_factory=Budget)
     force: bool = False
-    prune: bool = True
-    prune_only: bool = False
+    prune: PruneMode = "prune"
     min_savings: int = 0
     focus: str | None = None
     previous_summary: str | None = None
     llm: LLMSettings | None = None
-    strict: bool = False
-    abort_on_failure: bool = False
+    on_failure: OnFailure = "fallback"
     # Mask secrets in the written transcript too, not only in LLM requests.
     redact: bool = False
 
@@ -89,7 +91,8 @@ def _compact(
 ) -> tuple[list[Message], SessionReport]:
     prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
     plan = None
-    if settings.prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
+    prune = settings.prune != "no-prune"
+    if prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
         # A large session is counted in child processes while pruning plans
         # (planning needs no counts), rather than one after the other.
         with counter.counting(messages):
@@ -104,13 +107,13 @@ def _compact(
         return messages, report
 
     current = messages
-    if settings.prune:
+    if prune:
         pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
         current = pruned.messages
         _record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = "pruned"
-        if settings.prune_only and counter.messages(current) < threshold:
+        if settings.prune == "prune-only" and counter.messages(current) < threshold:
             report.notes.append("pruning alone brought it under the threshold (--prune-only)")
             report.after = tally(current, counter=counter)
             return current, report
@@ -163,8 +166,7 @@ def summarize_messages(
         request,
         counter=counter,
         llm=settings.llm,
-        strict=settings.strict,
-        abort_on_failure=settings.abort_on_failure,
+        on_failure=settings.on_failure,
         offline=OfflineSummarizer(),
     )
     text = result.text.rstrip()
