@@ -133,6 +133,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("jobs", int, 1, "Worker processes for batches"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
+# The settings that make up a Budget, and those of the LLM summarizer.
+BUDGET_SETTINGS = (
+    "context_length",
+    "threshold",
+    "target_ratio",
+    "tail_tokens",
+    "protect_first",
+    "protect_last",
+)
+LLM_SETTINGS = ("model", "base_url", "api_key", "timeout", "max_retries", "summarizer_context")
 
 # Context windows of common models, so --model can imply --context-length.
 KNOWN_CONTEXT: dict[str, int] = {
@@ -251,14 +261,7 @@ def resolve(given: Mapping[str, tuple[Any, str]], *, config_file: str | None) ->
 def budget_from(resolved: Resolved) -> Budget:
     from ctxpack.align.budget import Budget
 
-    return Budget(
-        context_length=resolved["context_length"],
-        threshold=resolved["threshold"],
-        target_ratio=resolved["target_ratio"],
-        protect_first=resolved["protect_first"],
-        protect_last=resolved["protect_last"],
-        tail_tokens=resolved["tail_tokens"],
-    )
+    return Budget(**{name: resolved[name] for name in BUDGET_SETTINGS})
 
 
 def llm_from(
@@ -269,16 +272,8 @@ def llm_from(
 
     if offline:
         return None
-    return resolve_llm_settings(
-        model=resolved["model"],
-        base_url=resolved["base_url"],
-        api_key=resolved["api_key"],
-        timeout=resolved["timeout"],
-        max_retries=resolved["max_retries"],
-        summarizer_context=resolved["summarizer_context"],
-        use_cache=use_cache,
-        env=env,
-    )
+    values = {name: resolved[name] for name in LLM_SETTINGS}
+    return resolve_llm_settings(**values, use_cache=use_cache, env=env)
 
 
 def display_value(setting: Setting, value: Any) -> str:

@@ -99,14 +99,11 @@ COUNT: Group = {
     **_settings("encoding"),
     "estimate": _flag("--estimate", help="Fast estimate: 4 characters per token."),
 }
-BUDGET: Group = _settings(
-    "context_length", "threshold", "target_ratio", "tail_tokens", "protect_first", "protect_last"
-)
+BUDGET: Group = _settings(*config.BUDGET_SETTINGS)
 PRUNING: Group = _settings("min_savings")
 JOBS: Group = {"jobs": _setting_option(config.BY_NAME["jobs"], "-j")}
 SUMMARY: Group = {
-    **_settings("model", "base_url", "api_key", "timeout", "max_retries", "summarizer_context"),
-    **_settings("focus"),
+    **_settings(*config.LLM_SETTINGS, "focus"),
     "offline": _flag("--offline", help="Use the offline summarizer."),
     "strict": _flag("--strict", help="Exit 3 instead of falling back to the offline summary."),
     "abort_on_failure": _flag(

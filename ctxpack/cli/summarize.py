@@ -124,15 +124,22 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
     return command
 
 
-summarize = app.command(
-    "summarize",
-    epilog=SUMMARIZE_EXAMPLES,
-    help="Summarize the middle of each session into one reference record (stages 2-4). "
-    "An earlier summary in the input is updated, never nested.",
-)(_command(require_previous=False))
-update = app.command(
-    "update",
-    epilog=UPDATE_EXAMPLES,
-    help="Fold the turns after an earlier summary into it (stage 4). Fails with a clear "
-    "error when the input holds no summary and none is given.",
-)(_command(require_previous=True))
+# name, help, examples, whether the input must hold a summary already
+COMMANDS = (
+    (
+        "summarize",
+        "Summarize the middle of each session into one reference record (stages 2-4). "
+        "An earlier summary in the input is updated, never nested.",
+        SUMMARIZE_EXAMPLES,
+        False,
+    ),
+    (
+        "update",
+        "Fold the turns after an earlier summary into it (stage 4). Fails with a clear "
+        "error when the input holds no summary and none is given.",
+        UPDATE_EXAMPLES,
+        True,
+    ),
+)
+for name, text, examples, require_previous in COMMANDS:
+    app.command(name, epilog=examples, help=text)(_command(require_previous=require_previous))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
@@ -27,27 +28,30 @@ def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
     return blobs
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What the archive keeps of a run besides its input and output."""
+
+    settings: dict[str, Any] = field(default_factory=dict)  # never an API key
+    report: dict[str, Any] = field(default_factory=dict)
+    # Texts the output refers to but no longer holds (summarized turns).
+    blobs: list[Blob] = field(default_factory=list)
+
+
 def record_run(
-    *,
-    archive_path: str | None,
-    original: Transcript,
-    result: Transcript,
-    output_bytes: bytes,
-    extra_blobs: list[Blob],
-    settings: dict[str, Any],
-    report: dict[str, Any],
+    *, archive_path: str | None, original: Transcript, result: Transcript, output: bytes, kept: Kept
 ) -> str | None:
     """Store the run; None when nothing changed (there is nothing to undo)."""
-    if output_bytes == original.raw:
+    if output == original.raw:
         return None
     with Archive.open(archive_path) as archive:
         return archive.record_compaction(
             source_path=original.path,
             input_bytes=original.raw,
-            output_bytes=output_bytes,
-            blobs=[*replaced_texts(original, result), *extra_blobs],
-            settings=settings,
-            report=report,
+            output_bytes=output,
+            blobs=[*replaced_texts(original, result), *kept.blobs],
+            settings=kept.settings,
+            report=kept.report,
         )
 
 

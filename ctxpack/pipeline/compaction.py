@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -286,28 +287,18 @@ def _record_prune(report: SessionReport, result: PruneResult) -> None:
 def compress_transcript(
     transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
 ) -> tuple[Transcript, CompressReport]:
-    sessions = []
-    reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
-    for number, session in enumerate(transcript.sessions):
-        messages, report = compress_messages(
-            session.messages,
+    def compact(
+        number: int, messages: list[Message], last_timestamp: str | None
+    ) -> tuple[list[Message], SessionReport]:
+        return compress_messages(
+            messages,
             counter=counter,
             settings=settings,
-            label=session.label or f"#{number}",
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            label=transcript.sessions[number].label or f"#{number}",
+            last_timestamp=last_timestamp,
         )
-        sessions.append(
-            session if messages is session.messages else session.with_messages(messages)
-        )
-        reports.append(report)
-    summary = CompressReport(
-        path=transcript.path,
-        format=transcript.format,
-        sessions=reports,
-        skipped_lines=transcript.skipped_lines,
-    )
-    return transcript.with_sessions(sessions), summary
+
+    return _each_session(transcript, compact)
 
 
 def summarize_transcript(
@@ -319,32 +310,53 @@ def summarize_transcript(
     require_previous: bool = False,
 ) -> tuple[Transcript, CompressReport]:
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
-    sessions = []
-    reports: list[SessionReport] = []
-    last_timestamp = transcript.layout.get("last_timestamp")
-    for number, session in enumerate(transcript.sessions):
-        before = tally(session.messages, counter=counter)
+
+    def compact(
+        number: int, messages: list[Message], last_timestamp: str | None
+    ) -> tuple[list[Message], SessionReport]:
+        before = tally(messages, counter=counter)
         report = SessionReport(
-            label=session.label or f"#{number}",
+            label=transcript.sessions[number].label or f"#{number}",
             status="nothing-to-compress",
             before=before,
             after=before,
         )
         out = summarize_messages(
-            session.messages,
+            messages,
             counter=counter,
             settings=settings,
             report=report,
-            last_timestamp=last_timestamp if isinstance(last_timestamp, str) else None,
+            last_timestamp=last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
         )
-        if out is not session.messages:
+        if out is not messages:
             report.summary_saved = before.tokens - counter.messages(out)
             report.after = tally(out, counter=counter)
         if settings.redact:
             out = redact_output(out, report=report, counter=counter)
-        sessions.append(session if out is session.messages else session.with_messages(out))
+        return out, report
+
+    return _each_session(transcript, compact)
+
+
+def _each_session(
+    transcript: Transcript,
+    compact: Callable[[int, list[Message], str | None], tuple[list[Message], SessionReport]],
+) -> tuple[Transcript, CompressReport]:
+    """Compact every session; one left as it was keeps its identity."""
+    sessions = []
+    reports: list[SessionReport] = []
+    last_timestamp = transcript.layout.get("last_timestamp")
+    for number, session in enumerate(transcript.sessions):
+        messages, report = compact(
+            number,
+            session.messages,
+            last_timestamp if isinstance(last_timestamp, str) else None,
+        )
+        sessions.append(
+            session if messages is session.messages else session.with_messages(messages)
+        )
         reports.append(report)
     summary = CompressReport(
         path=transcript.path,

@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ctxpack import files, formats
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.formats.base import ReadOptions
-from ctxpack.pipeline.archiving import record_run
+from ctxpack.pipeline.archiving import Kept, record_run
 from ctxpack.refs import Blob
 from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens.counter import TokenCounter
@@ -111,14 +111,15 @@ def run_file(
 def _archive(job: FileJob, original: Transcript, staged: Staged[Any], data: bytes) -> None:
     """A failing archive costs reversibility, not the run: it warns."""
     try:
+        kept = Kept(
+            settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
+        )
         record_run(
             archive_path=job.archive_path,
             original=original,
             result=staged.result,
-            output_bytes=data,
-            extra_blobs=staged.blobs,
-            settings=staged.archive_settings,
-            report=staged.archive_report(),
+            output=data,
+            kept=kept,
         )
     except CtxpackError as exc:
         staged.warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")
