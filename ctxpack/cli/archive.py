@@ -11,6 +11,7 @@ import typer
 
 from ctxpack import files as io
 from ctxpack.cli.app import InputArg, app, print_json
+from ctxpack.cli.settings import ArchiveOpt
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,16 +19,6 @@ if TYPE_CHECKING:
 
     from ctxpack.archive.types import Compaction
 
-
-ArchiveOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--archive",
-        metavar="PATH",
-        help="Archive file. Default: $CTXPACK_ARCHIVE, else"
-        " $XDG_DATA_HOME/ctxpack/archive.db (~/.local/share/ctxpack/archive.db).",
-    ),
-]
 
 archive_app = typer.Typer(
     name="archive",

@@ -71,6 +71,16 @@ def _text(*decls: str, help: str) -> tuple[Any, Any]:
     return Annotated[str | None, typer.Option(*decls, help=help)], None
 
 
+ArchiveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--archive",
+        metavar="PATH",
+        help="Archive file. Default: $CTXPACK_ARCHIVE, else"
+        " $XDG_DATA_HOME/ctxpack/archive.db (~/.local/share/ctxpack/archive.db).",
+    ),
+]
+
 CONFIG: Group = {
     "config_file": (
         Annotated[
@@ -117,9 +127,7 @@ OUTPUT: Group = {
     "report_file": _text("--report", help="Also write the report as JSON to this file."),
 }
 ARCHIVE: Group = {
-    "archive": _text(
-        "--archive", help="Archive file (default $CTXPACK_ARCHIVE or ~/.local/share/ctxpack)."
-    ),
+    "archive": (ArchiveOpt, None),
     "no_archive": _flag(
         "--no-archive", help="Do not keep the original in the archive (no restore)."
     ),
