@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# The exit code of a run stopped by Ctrl-C, as shells report SIGINT.
+INTERRUPTED = 130
+
 
 class CtxpackError(Exception):
     """Base of every error ctxpack reports to a user."""

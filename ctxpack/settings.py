@@ -1,20 +1,34 @@
-"""Effective settings and where each value came from.
+"""Every user-facing setting, its default and its valid values, defined once.
 
-Precedence, highest first: command-line flag, CTXPACK_* environment variable,
-config file (`--config FILE`, else ./ctxpack.toml, else [tool.ctxpack] in
-./pyproject.toml), built-in default.
+A value comes from, highest first: command-line flag, CTXPACK_* environment
+variable, config file (`--config FILE`, else ./ctxpack.toml, else
+[tool.ctxpack] in ./pyproject.toml), built-in default. The command line
+collects the given values and where each came from; `resolve` converts and
+checks them all the same way, whatever their source.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxpack.align import budget
 from ctxpack.errors import UsageError
+
+if TYPE_CHECKING:
+    from ctxpack.align.budget import Budget
+    from ctxpack.summarize.llm.settings import LLMSettings
+
+DEFAULT_CONTEXT_LENGTH = 200_000
+DEFAULT_THRESHOLD = 0.50
+DEFAULT_TARGET_RATIO = 0.20
+DEFAULT_PROTECT_FIRST = 3
+DEFAULT_PROTECT_LAST = 20
+DEFAULT_ENCODING = "o200k_base"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_SUMMARIZER_CONTEXT = 32_000
 
 
 @dataclass(frozen=True)
@@ -23,32 +37,112 @@ class Setting:
     kind: type
     default: Any
     help: str
+    # The values accepted, and how to say so when one is not.
+    valid: Callable[[Any], bool] = lambda _: True
+    wanted: str = ""
     secret: bool = False
 
     @property
     def env(self) -> str:
         return "CTXPACK_" + self.name.upper()
 
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _positive(value: Any) -> bool:
+    return bool(value > 0)
+
+
+def _not_negative(value: Any) -> bool:
+    return bool(value >= 0)
+
+
+def _share(value: Any) -> bool:
+    return bool(0 < value < 1)
+
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("context_length", int, budget.DEFAULT_CONTEXT_LENGTH, "model context window, tokens"),
-    Setting("threshold", float, budget.DEFAULT_THRESHOLD, "compact at this share of the context"),
-    Setting("target_ratio", float, budget.DEFAULT_TARGET_RATIO, "tail budget share (0.10-0.80)"),
-    Setting("protect_first", int, budget.DEFAULT_PROTECT_FIRST, "messages kept after system"),
-    Setting("protect_last", int, budget.DEFAULT_PROTECT_LAST, "messages always kept at the end"),
-    Setting("tail_tokens", int, None, "tail budget in tokens (overrides the ratio)"),
-    Setting("min_savings", int, 0, "skip pruning that frees fewer tokens"),
-    Setting("encoding", str, "o200k_base", "tiktoken encoding"),
-    Setting("model", str, None, "summarizer model (none: offline summarizer)"),
-    Setting("base_url", str, None, "OpenAI-compatible endpoint"),
-    Setting("api_key", str, None, "API key for the endpoint", secret=True),
-    Setting("timeout", float, 120.0, "seconds per LLM request"),
-    Setting("max_retries", int, 2, "LLM retries on 429/5xx"),
-    Setting("summarizer_context", int, 32_000, "summarizer model context, tokens"),
-    Setting("focus", str, None, "topic the summary should favour"),
-    Setting("jobs", int, 1, "worker processes for batches"),
+    Setting(
+        "context_length",
+        int,
+        DEFAULT_CONTEXT_LENGTH,
+        "Model context window in tokens",
+        _positive,
+        "a positive number of tokens",
+    ),
+    Setting(
+        "threshold",
+        float,
+        DEFAULT_THRESHOLD,
+        "Compact when tokens reach this share of the context",
+        lambda v: 0 < v <= 1,
+        "between 0 and 1",
+    ),
+    Setting(
+        "target_ratio",
+        float,
+        DEFAULT_TARGET_RATIO,
+        "Tail kept verbatim, as a share of the threshold",
+        _share,
+        "between 0 and 1",
+    ),
+    Setting(
+        "protect_first",
+        int,
+        DEFAULT_PROTECT_FIRST,
+        "Messages kept after the system prompt",
+        _not_negative,
+        "0 or more",
+    ),
+    Setting(
+        "protect_last",
+        int,
+        DEFAULT_PROTECT_LAST,
+        "Messages always kept at the end",
+        _not_negative,
+        "0 or more",
+    ),
+    Setting(
+        "tail_tokens",
+        int,
+        None,
+        "Tail budget in tokens (overrides the ratio)",
+        _not_negative,
+        "0 or more",
+    ),
+    Setting(
+        "min_savings", int, 0, "Skip pruning that frees fewer tokens", _not_negative, "0 or more"
+    ),
+    Setting("encoding", str, DEFAULT_ENCODING, "tiktoken encoding: o200k_base or cl100k_base"),
+    Setting("model", str, None, "Summarizer model; none configured: offline"),
+    Setting("base_url", str, None, "OpenAI-compatible endpoint (Ollama, vLLM, ...)"),
+    Setting("api_key", str, None, "Key for --base-url", secret=True),
+    Setting("timeout", float, DEFAULT_TIMEOUT, "Seconds per LLM request", _positive, "positive"),
+    Setting("max_retries", int, DEFAULT_MAX_RETRIES, "LLM retries", _not_negative, "0 or more"),
+    Setting(
+        "summarizer_context",
+        int,
+        DEFAULT_SUMMARIZER_CONTEXT,
+        "Summarizer context in tokens; larger middles are chunked",
+        lambda v: v >= 1000,
+        "at least 1000",
+    ),
+    Setting("focus", str, None, "Topic the summary should favour"),
+    Setting("jobs", int, 1, "Worker processes for batches"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
+# The settings that make up a Budget, and those of the LLM summarizer.
+BUDGET_SETTINGS = (
+    "context_length",
+    "threshold",
+    "target_ratio",
+    "tail_tokens",
+    "protect_first",
+    "protect_last",
+)
+LLM_SETTINGS = ("model", "base_url", "api_key", "timeout", "max_retries", "summarizer_context")
 
 # Context windows of common models, so --model can imply --context-length.
 KNOWN_CONTEXT: dict[str, int] = {
@@ -94,22 +188,28 @@ class Resolved:
 
 
 def find_config_file(explicit: str | None, *, cwd: Path) -> tuple[str | None, dict[str, Any]]:
+    """The config file in effect and its settings (names with underscores)."""
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
             raise UsageError(f"config file not found: {explicit}")
-        return str(path), _load_toml(
+        name = str(path)
+        values = _load_toml(
             path, table=("tool", "ctxpack") if path.name == "pyproject.toml" else ()
         )
-    own = cwd / "ctxpack.toml"
-    if own.is_file():
-        return str(own), _load_toml(own, table=())
-    pyproject = cwd / "pyproject.toml"
-    if pyproject.is_file():
-        values = _load_toml(pyproject, table=("tool", "ctxpack"))
-        if values:
-            return f"{pyproject} [tool.ctxpack]", values
-    return None, {}
+    elif (cwd / "ctxpack.toml").is_file():
+        name = str(cwd / "ctxpack.toml")
+        values = _load_toml(cwd / "ctxpack.toml", table=())
+    else:
+        pyproject = cwd / "pyproject.toml"
+        values = _load_toml(pyproject, table=("tool", "ctxpack")) if pyproject.is_file() else {}
+        if not values:
+            return None, {}
+        name = f"{pyproject} [tool.ctxpack]"
+    unknown = sorted(set(values) - BY_NAME.keys())
+    if unknown:
+        raise UsageError(f"{name}: unknown setting(s): {', '.join(unknown)}")
+    return name, values
 
 
 def _load_toml(path: Path, *, table: tuple[str, ...]) -> dict[str, Any]:
@@ -126,46 +226,27 @@ def _load_toml(path: Path, *, table: tuple[str, ...]) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
-def _coerce(setting: Setting, value: Any, origin: str) -> Any:
-    if value is None:
-        return None
+def _convert(setting: Setting, value: Any, source: str) -> Any:
     try:
-        if setting.kind is bool and isinstance(value, str):
-            return value.strip().lower() in ("1", "true", "yes", "on")
-        if setting.kind is int and isinstance(value, float):
-            raise ValueError("not an integer")
-        return setting.kind(value)
+        converted = setting.kind(value)
     except (TypeError, ValueError):
         raise UsageError(
-            f"{origin}: {setting.name} must be {setting.kind.__name__}, got {value!r}"
+            f"{source}: {setting.name} must be {setting.kind.__name__}, got {value!r}"
         ) from None
+    if not setting.valid(converted):
+        raise UsageError(f"{setting.name} must be {setting.wanted} ({source})")
+    return converted
 
 
-def resolve(
-    cli: Mapping[str, Any],
-    *,
-    env: Mapping[str, str] | None = None,
-    config: str | None = None,
-    cwd: Path | None = None,
-) -> Resolved:
-    """Merge flags (None = not given), environment, file and defaults."""
-    env = os.environ if env is None else env
-    file_name, file_values = find_config_file(config, cwd=cwd or Path.cwd())
-    unknown = sorted(set(file_values) - BY_NAME.keys())
-    if unknown:
-        raise UsageError(f"{file_name}: unknown setting(s): {', '.join(unknown)}")
+def resolve(given: Mapping[str, tuple[Any, str]], *, config_file: str | None) -> Resolved:
+    """Every setting's value and source, from (value, source) for those given."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for setting in SETTINGS:
-        if cli.get(setting.name) is not None:
-            values[setting.name] = _coerce(setting, cli[setting.name], "flag")
-            sources[setting.name] = "flag"
-        elif env.get(setting.env):
-            values[setting.name] = _coerce(setting, env[setting.env], setting.env)
-            sources[setting.name] = f"env {setting.env}"
-        elif setting.name in file_values:
-            values[setting.name] = _coerce(setting, file_values[setting.name], str(file_name))
-            sources[setting.name] = f"file {file_name}"
+        if setting.name in given:
+            value, source = given[setting.name]
+            values[setting.name] = _convert(setting, value, source)
+            sources[setting.name] = source
         else:
             values[setting.name] = setting.default
             sources[setting.name] = "default"
@@ -174,33 +255,25 @@ def resolve(
         if implied is not None:
             values["context_length"] = implied
             sources["context_length"] = f"implied by model {values['model']}"
-    return Resolved(values=values, sources=sources, config_file=file_name)
+    return Resolved(values=values, sources=sources, config_file=config_file)
 
 
-def budget_from(resolved: Resolved) -> budget.Budget:
-    checks = (
-        ("context_length", resolved["context_length"] > 0, "a positive number of tokens"),
-        ("threshold", 0 < resolved["threshold"] <= 1, "between 0 and 1"),
-        ("target_ratio", 0 < resolved["target_ratio"] < 1, "between 0 and 1"),
-        ("protect_first", resolved["protect_first"] >= 0, "0 or more"),
-        ("protect_last", resolved["protect_last"] >= 0, "0 or more"),
-        (
-            "tail_tokens",
-            resolved["tail_tokens"] is None or resolved["tail_tokens"] >= 0,
-            "0 or more",
-        ),
-    )
-    for name, ok, wanted in checks:
-        if not ok:
-            raise UsageError(f"{name} must be {wanted} ({resolved.sources[name]})")
-    return budget.Budget(
-        context_length=resolved["context_length"],
-        threshold=resolved["threshold"],
-        target_ratio=resolved["target_ratio"],
-        protect_first=resolved["protect_first"],
-        protect_last=resolved["protect_last"],
-        tail_tokens=resolved["tail_tokens"],
-    )
+def budget_from(resolved: Resolved) -> Budget:
+    from ctxpack.align.budget import Budget
+
+    return Budget(**{name: resolved[name] for name in BUDGET_SETTINGS})
+
+
+def llm_from(
+    resolved: Resolved, *, offline: bool, use_cache: bool, env: Mapping[str, str]
+) -> LLMSettings | None:
+    """The LLM summarizer's settings; None for the offline summarizer."""
+    from ctxpack.summarize.llm.settings import resolve_llm_settings
+
+    if offline:
+        return None
+    values = {name: resolved[name] for name in LLM_SETTINGS}
+    return resolve_llm_settings(**values, use_cache=use_cache, env=env)
 
 
 def display_value(setting: Setting, value: Any) -> str:

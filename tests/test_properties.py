@@ -24,7 +24,7 @@ from ctxpack import messages as m
 from ctxpack.align.boundaries import latest_user_index
 from ctxpack.align.budget import Budget
 from ctxpack.archive.store import Archive
-from ctxpack.pipeline.archiving import record_run
+from ctxpack.pipeline.archiving import Kept, record_run
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
@@ -210,10 +210,8 @@ def test_restore_gives_back_the_exact_input(
         archive_path=str(archive_path),
         original=original,
         result=result,
-        output_bytes=written,
-        extra_blobs=[],
-        settings={},
-        report={},
+        output=written,
+        kept=Kept(),
     )
     if written == data:
         assert ref is None

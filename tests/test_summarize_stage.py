@@ -46,7 +46,7 @@ class StubOffline:
 
 def _run(settings: Any, counter: TokenCounter, **kwargs: Any) -> tuple[SummaryResult, StubOffline]:
     offline = StubOffline()
-    options: dict[str, Any] = {"strict": False, "abort_on_failure": False}
+    options: dict[str, Any] = {"on_failure": "fallback"}
     options.update(kwargs)
     result = run_summary(REQUEST, counter=counter, llm=settings, offline=offline, **options)
     return result, offline
@@ -122,8 +122,7 @@ def test_refused_key_never_falls_back(llm_server: FakeLLM, counter: TokenCounter
             REQUEST,
             counter=counter,
             llm=settings_for(llm_server),
-            strict=False,
-            abort_on_failure=False,
+            on_failure="fallback",
             offline=offline,
         )
     assert offline.requests == []
@@ -132,7 +131,7 @@ def test_refused_key_never_falls_back(llm_server: FakeLLM, counter: TokenCounter
 def test_strict_turns_a_fallback_into_exit_3(llm_server: FakeLLM, counter: TokenCounter) -> None:
     llm_server.script(Reply(body=completion("")))
     with pytest.raises(StrictFallbackError) as info:
-        _run(settings_for(llm_server), counter, strict=True)
+        _run(settings_for(llm_server), counter, on_failure="strict")
     assert info.value.exit_code == 3
     assert "the reply was empty" in info.value.message
 
@@ -142,7 +141,7 @@ def test_abort_on_failure_stops_instead_of_falling_back(
 ) -> None:
     llm_server.script(Reply(body=completion("")))
     with pytest.raises(SummarizerError) as info:
-        _run(settings_for(llm_server), counter, abort_on_failure=True)
+        _run(settings_for(llm_server), counter, on_failure="abort")
     assert info.value.exit_code == 1
     assert "--abort-on-failure" in info.value.message
 
@@ -165,8 +164,7 @@ def test_fallback_gets_the_summary_out_of_the_turns(
         request,
         counter=counter,
         llm=settings_for(llm_server),
-        strict=False,
-        abort_on_failure=False,
+        on_failure="fallback",
         offline=offline,
     )
     (seen,) = offline.requests

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import typer
+
+from ctxpack import settings as config
 from ctxpack.cli import settings as opts
-from ctxpack.cli.app import (
-    EstimateOpt,
-    FromOpt,
-    InputArg,
-    JsonOpt,
-    MessagesKeyOpt,
-    SkipInvalidOpt,
-    app,
-    load,
-    print_json,
-    reported,
-)
+from ctxpack.cli.app import InputArg, JsonOpt, app, print_json
 
 if TYPE_CHECKING:
     from ctxpack.align.budget import Budget
@@ -42,44 +34,26 @@ EPILOG = (
 
 
 @app.command(epilog=EPILOG)
-def align(
-    path: InputArg,
-    json_out: JsonOpt = False,
-    context_length: opts.ContextLength = None,
-    threshold: opts.Threshold = None,
-    target_ratio: opts.TargetRatio = None,
-    tail_tokens: opts.TailTokens = None,
-    protect_first: opts.ProtectFirst = None,
-    protect_last: opts.ProtectLast = None,
-    encoding: opts.Encoding = None,
-    estimate: EstimateOpt = False,
-    from_: FromOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    config_file: opts.ConfigFile = None,
-) -> None:
+@opts.takes(opts.READ, opts.COUNT, opts.BUDGET, opts.CONFIG)
+def align(ctx: typer.Context, path: InputArg, json_out: JsonOpt = False) -> None:
     """Plan the head, middle and tail of each session (stage 2); change nothing."""
     from ctxpack.align.boundaries import plan_boundaries
-    from ctxpack.tokens.counter import TokenCounter
 
-    with reported():
-        resolved = opts.resolve(dict(locals()), config_file)
-        budget = opts.budget(resolved)
-        counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
-        transcript = load(
-            path, fmt=from_, messages_key=messages_key, skip_invalid=skip_invalid, keep_bytes=False
+    resolved = opts.resolve(ctx)
+    budget = config.budget_from(resolved)
+    counter = opts.counter(ctx, resolved)
+    transcript = opts.load(ctx, path, fmt=ctx.params["from_"])
+    plans = [
+        (
+            _label(session.label, n),
+            plan_boundaries(session.messages, counter=counter, budget=budget),
         )
-        plans = [
-            (
-                _label(session.label, n),
-                plan_boundaries(session.messages, counter=counter, budget=budget),
-            )
-            for n, session in enumerate(transcript.sessions)
-        ]
-        if json_out:
-            print_json(_report(transcript, counter, budget, plans))
-        else:
-            _render(transcript, counter, budget, plans)
+        for n, session in enumerate(transcript.sessions)
+    ]
+    if json_out:
+        print_json(_report(transcript, counter, budget, plans))
+    else:
+        _render(transcript, counter, budget, plans)
 
 
 def _label(label: str, number: int) -> str:

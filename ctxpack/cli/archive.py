@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ctxpack import files as io
-from ctxpack.cli.app import InputArg, app, print_json, reported
+from ctxpack.cli.app import InputArg, app, print_json
+from ctxpack.cli.settings import ArchiveOpt
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,16 +19,6 @@ if TYPE_CHECKING:
 
     from ctxpack.archive.types import Compaction
 
-
-ArchiveOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--archive",
-        metavar="PATH",
-        help="Archive file. Default: $CTXPACK_ARCHIVE, else"
-        " $XDG_DATA_HOME/ctxpack/archive.db (~/.local/share/ctxpack/archive.db).",
-    ),
-]
 
 archive_app = typer.Typer(
     name="archive",
@@ -71,16 +62,15 @@ def restore(
     from ctxpack.archive.store import Archive
     from ctxpack.cli.render import note
 
-    with reported():
-        data = io.read_input(path)
-        with Archive.open(archive, create=False) as store:
-            found = store.find_prefix(data) if expand else store.find_by_output(data)
-            original = store.expand(data) if expand else store.restore(data)
-        target = _write(original, source=path, output=output)
-        what = f"compaction {found.id} of {found.source_path}" if found else "the archive"
-        extra = len(data) - found.output_size if found and expand else 0
-        grown = f" plus {extra:,} appended byte(s)" if extra else ""
-        note(f"restored {len(original):,} bytes from {what}{grown} -> {target}")
+    data = io.read_input(path)
+    with Archive.open(archive, create=False) as store:
+        found = store.find_prefix(data) if expand else store.find_by_output(data)
+        original = store.expand(data) if expand else store.restore(data)
+    target = _write(original, source=path, output=output)
+    what = f"compaction {found.id} of {found.source_path}" if found else "the archive"
+    extra = len(data) - found.output_size if found and expand else 0
+    grown = f" plus {extra:,} appended byte(s)" if extra else ""
+    note(f"restored {len(original):,} bytes from {what}{grown} -> {target}")
 
 
 def _write(data: bytes, *, source: str, output: str | None) -> str:
@@ -122,10 +112,9 @@ def show(
     """Print one archived blob (a pruned output, a summarized middle, an original) in full."""
     from ctxpack.archive.store import Archive
 
-    with reported():
-        with Archive.open(archive, create=False) as store:
-            data = store.get_blob(ref)
-        io.write_stdout(data)
+    with Archive.open(archive, create=False) as store:
+        data = store.get_blob(ref)
+    io.write_stdout(data)
 
 
 @app.command(
@@ -147,17 +136,16 @@ def log_command(
     from ctxpack.archive.store import Archive
     from ctxpack.cli.render import console, note
 
-    with reported():
-        entries: list[Compaction] = []
-        if resolve_path(archive).exists():
-            with Archive.open(archive, create=False) as store:
-                entries = store.log(limit or None)
-        if json_out:
-            print_json([entry.to_dict() for entry in entries])
-        elif not entries:
-            note(f"no compactions archived in {resolve_path(archive)}")
-        else:
-            console.print(_log_table(entries))
+    entries: list[Compaction] = []
+    if resolve_path(archive).exists():
+        with Archive.open(archive, create=False) as store:
+            entries = store.log(limit or None)
+    if json_out:
+        print_json([entry.to_dict() for entry in entries])
+    elif not entries:
+        note(f"no compactions archived in {resolve_path(archive)}")
+    else:
+        console.print(_log_table(entries))
 
 
 def _log_table(entries: list[Compaction]) -> Table:
@@ -207,23 +195,22 @@ def check(archive: ArchiveOpt = None) -> None:
     from ctxpack.archive.store import Archive
     from ctxpack.cli.render import console, error, note
 
-    with reported():
-        path = resolve_path(archive)
-        if not path.exists():
-            note(f"no archive at {path}; nothing to check")
-            return
-        with Archive.open(archive, create=False) as store:
-            problems = store.check()
-            stats = store.stats()
-        for problem in problems:
-            error(problem)
-        if problems:
-            console.print(f"{len(problems)} problem(s) in {_escape(str(path))}", style="bold red")
-            raise typer.Exit(1)
-        note(
-            f"{path}: {stats.compactions:,} compaction(s), {stats.blobs:,} blob(s) verified;"
-            " no problems"
-        )
+    path = resolve_path(archive)
+    if not path.exists():
+        note(f"no archive at {path}; nothing to check")
+        return
+    with Archive.open(archive, create=False) as store:
+        problems = store.check()
+        stats = store.stats()
+    for problem in problems:
+        error(problem)
+    if problems:
+        console.print(f"{len(problems)} problem(s) in {_escape(str(path))}", style="bold red")
+        raise typer.Exit(1)
+    note(
+        f"{path}: {stats.compactions:,} compaction(s), {stats.blobs:,} blob(s) verified;"
+        " no problems"
+    )
 
 
 @archive_app.command(
@@ -247,17 +234,16 @@ def gc(
     from ctxpack.archive.types import parse_age
     from ctxpack.cli.render import note
 
-    with reported():
-        age = parse_age(older_than)
-        path = resolve_path(archive)
-        if not path.exists():
-            note(f"no archive at {path}; nothing to remove")
-            return
-        with Archive.open(archive, create=False) as store:
-            removed = store.gc(age)
-            stats = store.stats()
-        note(
-            f"removed {removed:,} compaction(s) older than {older_than.strip()};"
-            f" {stats.compactions:,} compaction(s) and {stats.blobs:,} blob(s) remain"
-            f" ({stats.stored_bytes / 1e6:,.1f} MB stored)"
-        )
+    age = parse_age(older_than)
+    path = resolve_path(archive)
+    if not path.exists():
+        note(f"no archive at {path}; nothing to remove")
+        return
+    with Archive.open(archive, create=False) as store:
+        removed = store.gc(age)
+        stats = store.stats()
+    note(
+        f"removed {removed:,} compaction(s) older than {older_than.strip()};"
+        f" {stats.compactions:,} compaction(s) and {stats.blobs:,} blob(s) remain"
+        f" ({stats.stored_bytes / 1e6:,.1f} MB stored)"
+    )

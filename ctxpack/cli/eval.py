@@ -8,26 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ctxpack import files
-from ctxpack.cli.app import (
-    EncodingOpt,
-    EstimateOpt,
-    FromOpt,
-    JsonOpt,
-    MessagesKeyOpt,
-    SkipInvalidOpt,
-    app,
-    load,
-    print_json,
-    reported,
-)
+from ctxpack.cli import settings as opts
+from ctxpack.cli.app import JsonOpt, app, print_json
 from ctxpack.errors import RetentionError, UsageError
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ctxpack.evaluate.retention import (
-        EvalReport,
-    )
+    from ctxpack.evaluate.retention import EvalReport
 
 
 EXAMPLES = """Examples:
@@ -47,7 +35,9 @@ MISSING_CHARS = 100
 
 
 @app.command("eval", epilog=EXAMPLES)
+@opts.takes(opts.READ, opts.COUNT, opts.CONFIG)
 def eval_(
+    ctx: typer.Context,
     original: Annotated[
         str,
         typer.Argument(
@@ -71,15 +61,10 @@ def eval_(
             "urls, values, directives, overall.",
         ),
     ] = None,
-    encoding: EncodingOpt = "o200k_base",
-    estimate: EstimateOpt = False,
-    from_: FromOpt = None,
     compacted_from: Annotated[
         str | None,
         typer.Option("--compacted-from", help="Format of COMPACTED (default: detected)."),
     ] = None,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
 ) -> None:
     """Measure what a compaction kept: per category of facts (paths, commands, errors,
     identifiers, URLs, values, user directives) of the compacted turns, how many are
@@ -91,40 +76,26 @@ def eval_(
     from ctxpack.cli.render import console, note
     from ctxpack.evaluate.gate import gate, parse_min_retention
     from ctxpack.evaluate.retention import evaluate_transcripts
-    from ctxpack.tokens.counter import TokenCounter
 
-    with reported():
-        thresholds = parse_min_retention(min_retention) if min_retention is not None else None
-        if original == files.STDIO and compacted == files.STDIO:
-            raise UsageError("only one of ORIGINAL and COMPACTED can be read from stdin")
-        counter = TokenCounter(encoding=encoding, estimate=estimate)
-        before = load(
-            original,
-            fmt=from_,
-            messages_key=messages_key,
-            skip_invalid=skip_invalid,
-            keep_bytes=False,
-        )
-        after = load(
-            compacted,
-            fmt=compacted_from,
-            messages_key=messages_key,
-            skip_invalid=skip_invalid,
-            keep_bytes=False,
-        )
-        reports = evaluate_transcripts(before, after, counter=counter)
-        failures = gate(reports, thresholds) if thresholds is not None else []
-        if json_out:
-            print_json(_payload(before.path, after.path, reports, thresholds, failures))
-        else:
-            _render(f"{before.path} ({before.format})", f"{after.path} ({after.format})", reports)
-        if thresholds is None:
-            return
-        if failures:
-            for failure in failures:
-                console.print(f"[red]gate:[/] {escape(failure)}")
-            raise RetentionError(f"--min-retention not met ({len(failures)} failure(s))")
-        note("gate passed: " + ", ".join(f"{k} ≥ {v:.0%}" for k, v in thresholds.items()))
+    thresholds = parse_min_retention(min_retention) if min_retention is not None else None
+    if original == files.STDIO and compacted == files.STDIO:
+        raise UsageError("only one of ORIGINAL and COMPACTED can be read from stdin")
+    counter = opts.counter(ctx, opts.resolve(ctx))
+    before = opts.load(ctx, original, fmt=ctx.params["from_"])
+    after = opts.load(ctx, compacted, fmt=compacted_from)
+    reports = evaluate_transcripts(before, after, counter=counter)
+    failures = gate(reports, thresholds) if thresholds is not None else []
+    if json_out:
+        print_json(_payload(before.path, after.path, reports, thresholds, failures))
+    else:
+        _render(f"{before.path} ({before.format})", f"{after.path} ({after.format})", reports)
+    if thresholds is None:
+        return
+    if failures:
+        for failure in failures:
+            console.print(f"[red]gate:[/] {escape(failure)}")
+        raise RetentionError(f"--min-retention not met ({len(failures)} failure(s))")
+    note("gate passed: " + ", ".join(f"{k} ≥ {v:.0%}" for k, v in thresholds.items()))
 
 
 def _payload(

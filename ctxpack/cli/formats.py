@@ -3,27 +3,13 @@ transcript in another format (built from its messages alone)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ctxpack import files as io
-from ctxpack.cli.app import (
-    FromOpt,
-    JsonOpt,
-    MessagesKeyOpt,
-    OutputOpt,
-    SkipInvalidOpt,
-    app,
-    emit,
-    print_json,
-    reported,
-)
-from ctxpack.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
-
+from ctxpack.cli import settings as opts
+from ctxpack.cli.app import InputArg, JsonOpt, OutputOpt, app, print_json
 
 SidechainsOpt = Annotated[
     bool,
@@ -68,39 +54,37 @@ def list_formats(json_out: JsonOpt = False) -> None:
     epilog="Examples:\n\n  ctxpack convert session.jsonl --to openai -o session.openai.jsonl"
     "\n\n  ctxpack convert run.traj --to openai > run.jsonl"
 )
+@opts.takes(opts.READ)
 def convert(
-    path: Annotated[str, typer.Argument(help="Transcript file, or - for stdin.", metavar="FILE")],
+    ctx: typer.Context,
+    path: InputArg,
     to: Annotated[str, typer.Option("--to", help="Output format (see `ctxpack formats`).")],
     output: OutputOpt = None,
-    from_: FromOpt = None,
     include_sidechains: SidechainsOpt = False,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
 ) -> None:
     """Rewrite a transcript in another format; the format read is detected unless --from."""
     from ctxpack import formats as registry
     from ctxpack.cli.render import note
-    from ctxpack.formats.base import ReadOptions
-    from ctxpack.tokens.counter import TokenCounter
+    from ctxpack.pipeline.run import FileJob, run_file, unchanged
 
-    with reported():
-        target = registry.get(to)
-        if not target.writable:
-            raise UsageError(f"format {target.name!r} can be read but not written")
-        data = io.read_input(path)
-        options = ReadOptions(
-            skip_invalid=skip_invalid,
-            messages_key=messages_key,
-            include_sidechains=include_sidechains,
-        )
-        name = "<stdin>" if path == io.STDIO else path
-        transcript = registry.read(data, path=name, fmt=from_, options=options)
-        # Converting counts nothing itself: the default counter.
-        out = registry.write(transcript, counter=TokenCounter(), fmt=target.name)
-        where = emit(out, source=path, output=output)
-        how = "named" if from_ else "detected"
-        messages = sum(len(s.messages) for s in transcript.sessions)
-        note(
-            f"{name}: {transcript.format} ({how}), {len(transcript.sessions)} session(s), "
-            f"{messages} message(s) -> {target.name}, written to {where}"
-        )
+    from_ = ctx.params["from_"]
+    target = registry.get(to).name
+    job = FileJob(
+        source=path,
+        output=opts.output_target(path, output),
+        read_options=opts.read_options(ctx, include_sidechains=include_sidechains),
+        input_format=from_,
+        output_format=target,
+        archive=False,
+    )
+    outcome = run_file(job, stage=unchanged)
+    transcript = outcome.report
+    assert transcript is not None and outcome.target is not None
+    if outcome.data is not None:
+        io.write_stdout(outcome.data)
+    how = "named" if from_ else "detected"
+    messages = sum(len(s.messages) for s in transcript.sessions)
+    note(
+        f"{transcript.path}: {transcript.format} ({how}), {len(transcript.sessions)} session(s), "
+        f"{messages} message(s) -> {target}, written to {outcome.target}"
+    )

@@ -7,26 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ctxpack import files
+from ctxpack import settings as config
 from ctxpack.cli import settings as opts
-from ctxpack.cli.app import (
-    EstimateOpt,
-    FromOpt,
-    InputArg,
-    MessagesKeyOpt,
-    OutputOpt,
-    SkipInvalidOpt,
-    app,
-    emit,
-    load,
-    print_json,
-    reported,
-)
+from ctxpack.cli.app import InputArg, OutputOpt, app, print_json
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
-    from ctxpack.prune.stage import (
-        PruneResult,
-    )
+    from ctxpack.prune.stage import PruneResult
     from ctxpack.transcript import Transcript
 
 
@@ -50,7 +37,9 @@ DryRunOpt = Annotated[
 
 
 @app.command(epilog=EXAMPLES)
+@opts.takes(opts.READ, opts.COUNT, opts.BUDGET, opts.PRUNING, opts.ARCHIVE, opts.CONFIG)
 def prune(
+    ctx: typer.Context,
     path: InputArg,
     output: OutputOpt = None,
     dry_run: DryRunOpt = False,
@@ -61,64 +50,41 @@ def prune(
             help="Print the plan and totals as JSON on stdout (the transcript goes to -o).",
         ),
     ] = False,
-    context_length: opts.ContextLength = None,
-    threshold: opts.Threshold = None,
-    target_ratio: opts.TargetRatio = None,
-    tail_tokens: opts.TailTokens = None,
-    protect_first: opts.ProtectFirst = None,
-    protect_last: opts.ProtectLast = None,
-    min_savings: opts.MinSavings = None,
-    encoding: opts.Encoding = None,
-    estimate: EstimateOpt = False,
-    from_: FromOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    skip_invalid: SkipInvalidOpt = False,
-    archive: opts.Archive = None,
-    no_archive: opts.NoArchive = False,
-    config_file: opts.ConfigFile = None,
 ) -> None:
     """Replace old tool output with one-line digests, collapse repeated output and
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
     message count, order, roles and tool-call ids never change."""
-    from ctxpack import formats
-    from ctxpack.pipeline.archiving import archive_result
-    from ctxpack.prune.stage import PruneSettings, prune_transcript, totals
-    from ctxpack.tokens.counter import TokenCounter
+    from ctxpack.cli.render import warn
+    from ctxpack.pipeline.run import run_file
+    from ctxpack.pipeline.stages import Prune
+    from ctxpack.prune.stage import PruneSettings
 
-    with reported():
-        if json_out and output == files.STDIO:
-            raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
-        resolved = opts.resolve(dict(locals()), config_file)
-        counter = TokenCounter(encoding=resolved["encoding"], estimate=estimate)
-        transcript = load(
-            path,
-            fmt=from_,
-            messages_key=messages_key,
-            skip_invalid=skip_invalid,
-            keep_bytes=not dry_run,
-        )
-        settings = PruneSettings(budget=opts.budget(resolved), min_savings=resolved["min_savings"])
-        pruned, results = prune_transcript(transcript, counter=counter, settings=settings)
-        if json_out:
-            print_json(plan_json(transcript, results, dry_run=dry_run))
-        elif dry_run:
-            render_plan(transcript, results)
-        if dry_run or (json_out and output is None):
-            return
-        data = formats.write(pruned, counter=counter)
-        if not no_archive:
-            report = {"command": "prune", **totals(results)}
-            archive_result(
-                [],
-                archive_path=archive,
-                original=transcript,
-                result=pruned,
-                output_bytes=data,
-                settings={"min_savings": settings.min_savings, **vars(settings.budget)},
-                report=report,
-            )
-        target = emit(data, source=path, output=output)
-        summary_line(transcript, results, target)
+    if json_out and output == files.STDIO:
+        raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
+    resolved = opts.resolve(ctx)
+    job = opts.file_job(
+        ctx,
+        resolved,
+        source=path,
+        output=opts.output_target(path, output),
+        write=not dry_run and not (json_out and output is None),
+    )
+    stage = Prune(
+        PruneSettings(budget=config.budget_from(resolved), min_savings=resolved["min_savings"])
+    )
+    outcome = run_file(job, stage=stage)
+    report = outcome.report
+    assert report is not None
+    if outcome.data is not None:
+        files.write_stdout(outcome.data)
+    if json_out:
+        print_json(plan_json(report.original, report.results, dry_run=dry_run))
+    elif dry_run:
+        render_plan(report.original, report.results)
+    if outcome.target is not None:
+        summary_line(report.original, report.results, outcome.target)
+    for warning in report.warnings:
+        warn(warning)
 
 
 def plan_json(

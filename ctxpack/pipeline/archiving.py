@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
 from ctxpack.archive.store import Archive
-from ctxpack.errors import CtxpackError
 from ctxpack.refs import Blob
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.pipeline.compaction import CompressSettings
-    from ctxpack.report import SessionReport
 
 
 def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
@@ -29,27 +28,30 @@ def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
     return blobs
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What the archive keeps of a run besides its input and output."""
+
+    settings: dict[str, Any] = field(default_factory=dict)  # never an API key
+    report: dict[str, Any] = field(default_factory=dict)
+    # Texts the output refers to but no longer holds (summarized turns).
+    blobs: list[Blob] = field(default_factory=list)
+
+
 def record_run(
-    *,
-    archive_path: str | None,
-    original: Transcript,
-    result: Transcript,
-    output_bytes: bytes,
-    extra_blobs: list[Blob],
-    settings: dict[str, Any],
-    report: dict[str, Any],
+    *, archive_path: str | None, original: Transcript, result: Transcript, output: bytes, kept: Kept
 ) -> str | None:
     """Store the run; None when nothing changed (there is nothing to undo)."""
-    if output_bytes == original.raw:
+    if output == original.raw:
         return None
     with Archive.open(archive_path) as archive:
         return archive.record_compaction(
             source_path=original.path,
             input_bytes=original.raw,
-            output_bytes=output_bytes,
-            blobs=[*replaced_texts(original, result), *extra_blobs],
-            settings=settings,
-            report=report,
+            output_bytes=output,
+            blobs=[*replaced_texts(original, result), *kept.blobs],
+            settings=kept.settings,
+            report=kept.report,
         )
 
 
@@ -64,35 +66,9 @@ def settings_record(settings: CompressSettings) -> dict[str, Any]:
         "protect_last": budget.protect_last,
         "tail_tokens": budget.tail_tokens,
         "force": settings.force,
-        "prune": settings.prune,
-        "prune_only": settings.prune_only,
+        "prune": settings.prune != "no-prune",
+        "prune_only": settings.prune == "prune-only",
         "focus": settings.focus,
         "redact": settings.redact,
         "model": settings.llm.model if settings.llm else None,
     }
-
-
-def archive_result(
-    sessions: list[SessionReport],
-    *,
-    archive_path: str | None,
-    original: Transcript,
-    result: Transcript,
-    output_bytes: bytes,
-    settings: dict[str, Any],
-    report: dict[str, Any],
-) -> None:
-    """Record the run; a failing archive costs reversibility, not the run: warn."""
-    try:
-        record_run(
-            archive_path=archive_path,
-            original=original,
-            result=result,
-            output_bytes=output_bytes,
-            extra_blobs=[blob for s in sessions for blob in s.blobs],
-            settings=settings,
-            report=report,
-        )
-    except CtxpackError as exc:
-        if sessions:
-            sessions[0].warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")

@@ -1,4 +1,4 @@
-"""One file in, one file out, and many files in parallel worker processes."""
+"""`compress` on many files: finding them, and running them in worker processes."""
 
 from __future__ import annotations
 
@@ -6,111 +6,33 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxpack import files, formats
-from ctxpack.errors import CtxpackError, InputError, RetentionError
-from ctxpack.formats.base import ReadOptions
-from ctxpack.pipeline.archiving import archive_result, settings_record
-from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
+from ctxpack.errors import INTERRUPTED, CtxpackError, InputError
+from ctxpack.pipeline.run import FileJob, FileOutcome, run_file
+from ctxpack.pipeline.stages import Compress
 from ctxpack.report import CompressReport
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Event as EventType
 
-    from ctxpack.evaluate.retention import EvalReport
-
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 
 
-@dataclass(frozen=True)
-class FileJob:
-    source: str
-    output: str | None  # None: return the bytes to the caller (stdout)
-    settings: CompressSettings
-    read_options: ReadOptions
-    input_format: str | None = None
-    output_format: str | None = None
-    encoding: str = "o200k_base"
-    estimate: bool = False
-    archive: bool = True
-    archive_path: str | None = None
-    # --min-retention thresholds; a compaction below them is refused (exit 4).
-    min_retention: dict[str, float] | None = None
-
-
-@dataclass
-class FileOutcome:
-    job: FileJob
-    report: CompressReport | None = None
-    data: bytes | None = None
-    error: str | None = None
-    exit_code: int = 0
-
-
-def compress_file(job: FileJob, *, counter: TokenCounter | None = None) -> FileOutcome:
-    """Read, compact and write one transcript; errors come back as data."""
+def compress_file(
+    job: FileJob, *, stage: Compress, counter: TokenCounter | None = None
+) -> FileOutcome[CompressReport]:
+    """One file of a batch: its errors come back as data, so the others go on."""
     try:
-        counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
-        raw = files.read_input(job.source)
-        name = "<stdin>" if job.source == files.STDIO else job.source
-        transcript = formats.read(raw, path=name, fmt=job.input_format, options=job.read_options)
-        result, report = compress_transcript(transcript, counter=counter, settings=job.settings)
-        measured = measure_retention(transcript, result, report, counter=counter)
-        if job.min_retention is not None:
-            from ctxpack.evaluate.gate import gate
-
-            failures = gate(measured, job.min_retention)
-            if failures:
-                raise RetentionError("compaction refused: " + "; ".join(failures), path=name)
-        output_format = job.output_format
-        if output_format is None and not formats.get(transcript.format).writable:
-            output_format = "openai"
-            report.sessions[0].warnings.append(
-                f"{transcript.format} is read-only; the output is written as openai"
-            )
-        data = formats.write(result, counter=counter, fmt=output_format)
-        if job.archive:
-            archive_result(
-                report.sessions,
-                archive_path=job.archive_path,
-                original=transcript,
-                result=result,
-                output_bytes=data,
-                settings=settings_record(job.settings),
-                report=report.to_dict(),
-            )
-        if job.output is not None:
-            files.write_atomic(job.output, data, inputs=(job.source,))
-            report.output = job.output
-            return FileOutcome(job, report=report)
-        report.output = "stdout"
-        return FileOutcome(job, report=report, data=data)
+        outcome = run_file(job, stage=stage, counter=counter)
     except CtxpackError as exc:
         return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
-
-
-def measure_retention(
-    original: Transcript, result: Transcript, report: CompressReport, *, counter: TokenCounter
-) -> list[EvalReport]:
-    """Attach `ctxpack eval`'s retention block to every session that changed."""
-    from ctxpack.evaluate.retention import evaluate, retention_summary
-
-    measured = []
-    for before, after, session in zip(
-        original.sessions, result.sessions, report.sessions, strict=True
-    ):
-        if after.messages is before.messages:
-            continue
-        evaluation = evaluate(before.messages, after.messages, counter=counter)
-        evaluation.label = session.label
-        session.retention = retention_summary(evaluation)
-        measured.append(evaluation)
-    return measured
+    if outcome.report is not None:
+        outcome.report.output = outcome.target
+    return outcome
 
 
 def discover(paths: list[str]) -> list[tuple[str, str]]:
@@ -149,7 +71,6 @@ def looks_like_transcript(path: Path) -> bool:
     return True
 
 
-INTERRUPTED = 130
 _stop: EventType | None = None
 
 
@@ -158,24 +79,27 @@ def _init_worker(stop: EventType) -> None:
     _stop = stop
 
 
-def _worker_job(job: FileJob) -> FileOutcome:
+def _worker_job(job: FileJob, stage: Compress) -> FileOutcome[CompressReport]:
     if _stop is not None and _stop.is_set():
         return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
     try:
         # The batch already keeps every core busy with a file each.
         counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
-        return compress_file(job, counter=counter)
+        return compress_file(job, stage=stage, counter=counter)
     except KeyboardInterrupt:
         if _stop is not None:
             _stop.set()
         raise
 
 
+Outcome = FileOutcome[CompressReport]
+
+
 def run_batch(
-    jobs: list[FileJob], *, workers: int, on_done: Callable[[FileOutcome], bool]
-) -> list[FileOutcome]:
+    jobs: list[FileJob], *, stage: Compress, workers: int, on_done: Callable[[Outcome], bool]
+) -> list[Outcome]:
     """Run jobs, `workers` processes at a time; on_done returns False to stop early."""
-    outcomes: list[FileOutcome] = []
+    outcomes: list[Outcome] = []
     if workers <= 1 or len(jobs) <= 1:
         counters: dict[tuple[str, bool], TokenCounter] = {}
         for job in jobs:
@@ -183,7 +107,7 @@ def run_batch(
             counter = counters.setdefault(
                 key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
             )
-            outcome = compress_file(job, counter=counter)
+            outcome = compress_file(job, stage=stage, counter=counter)
             # The memo would keep every finished file's messages alive.
             counter.forget()
             outcomes.append(outcome)
@@ -196,7 +120,7 @@ def run_batch(
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(stop,)
     ) as pool:
-        pending: list[Future[FileOutcome]] = [pool.submit(_worker_job, job) for job in jobs]
+        pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
         try:
             for future in as_completed(pending):
                 outcome = future.result()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ctxpack import markers, toolpairs
 from ctxpack import messages as m
@@ -20,7 +22,7 @@ from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.stage import run_summary
+from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.tally import tally
@@ -30,19 +32,20 @@ from ctxpack.transcript import Message, Transcript
 # the preserved-facts section so the whole summary stays within budget.
 SUMMARY_SHARE = 0.85
 
+# Stage 1 before the summary; or stop after it when that is under the threshold; or skip it.
+PruneMode = Literal["prune", "prune-only", "no-prune"]
+
 
 @dataclass(frozen=True)
 class CompressSettings:
     budget: Budget = field(default_factory=Budget)
     force: bool = False
-    prune: bool = True
-    prune_only: bool = False
+    prune: PruneMode = "prune"
     min_savings: int = 0
     focus: str | None = None
     previous_summary: str | None = None
     llm: LLMSettings | None = None
-    strict: bool = False
-    abort_on_failure: bool = False
+    on_failure: OnFailure = "fallback"
     # Mask secrets in the written transcript too, not only in LLM requests.
     redact: bool = False
 
@@ -89,7 +92,8 @@ def _compact(
 ) -> tuple[list[Message], SessionReport]:
     prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
     plan = None
-    if settings.prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
+    prune = settings.prune != "no-prune"
+    if prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
         # A large session is counted in child processes while pruning plans
         # (planning needs no counts), rather than one after the other.
         with counter.counting(messages):
@@ -104,13 +108,13 @@ def _compact(
         return messages, report
 
     current = messages
-    if settings.prune:
+    if prune:
         pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
         current = pruned.messages
         _record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = "pruned"
-        if settings.prune_only and counter.messages(current) < threshold:
+        if settings.prune == "prune-only" and counter.messages(current) < threshold:
             report.notes.append("pruning alone brought it under the threshold (--prune-only)")
             report.after = tally(current, counter=counter)
             return current, report
@@ -163,8 +167,7 @@ def summarize_messages(
         request,
         counter=counter,
         llm=settings.llm,
-        strict=settings.strict,
-        abort_on_failure=settings.abort_on_failure,
+        on_failure=settings.on_failure,
         offline=OfflineSummarizer(),
     )
     text = result.text.rstrip()
@@ -286,27 +289,18 @@ def _record_prune(report: SessionReport, result: PruneResult) -> None:
 def compress_transcript(
     transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
 ) -> tuple[Transcript, CompressReport]:
-    sessions = []
-    reports: list[SessionReport] = []
-    for number, session in enumerate(transcript.sessions):
-        messages, report = compress_messages(
-            session.messages,
+    def compact(
+        number: int, messages: list[Message], last_timestamp: str | None
+    ) -> tuple[list[Message], SessionReport]:
+        return compress_messages(
+            messages,
             counter=counter,
             settings=settings,
-            label=session.label or f"#{number}",
-            last_timestamp=transcript.last_timestamp,
+            label=transcript.sessions[number].label or f"#{number}",
+            last_timestamp=last_timestamp,
         )
-        sessions.append(
-            session if messages is session.messages else session.with_messages(messages)
-        )
-        reports.append(report)
-    summary = CompressReport(
-        path=transcript.path,
-        format=transcript.format,
-        sessions=reports,
-        skipped_lines=transcript.skipped_lines,
-    )
-    return transcript.with_sessions(sessions), summary
+
+    return _each_session(transcript, compact)
 
 
 def summarize_transcript(
@@ -318,31 +312,48 @@ def summarize_transcript(
     require_previous: bool = False,
 ) -> tuple[Transcript, CompressReport]:
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
-    sessions = []
-    reports: list[SessionReport] = []
-    for number, session in enumerate(transcript.sessions):
-        before = tally(session.messages, counter=counter)
+
+    def compact(
+        number: int, messages: list[Message], last_timestamp: str | None
+    ) -> tuple[list[Message], SessionReport]:
+        before = tally(messages, counter=counter)
         report = SessionReport(
-            label=session.label or f"#{number}",
+            label=transcript.sessions[number].label or f"#{number}",
             status="nothing-to-compress",
             before=before,
             after=before,
         )
         out = summarize_messages(
-            session.messages,
+            messages,
             counter=counter,
             settings=settings,
             report=report,
-            last_timestamp=transcript.last_timestamp,
+            last_timestamp=last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
         )
-        if out is not session.messages:
+        if out is not messages:
             report.summary_saved = before.tokens - counter.messages(out)
             report.after = tally(out, counter=counter)
         if settings.redact:
             out = redact_output(out, report=report, counter=counter)
-        sessions.append(session if out is session.messages else session.with_messages(out))
+        return out, report
+
+    return _each_session(transcript, compact)
+
+
+def _each_session(
+    transcript: Transcript,
+    compact: Callable[[int, list[Message], str | None], tuple[list[Message], SessionReport]],
+) -> tuple[Transcript, CompressReport]:
+    """Compact every session; one left as it was keeps its identity."""
+    sessions = []
+    reports: list[SessionReport] = []
+    for number, session in enumerate(transcript.sessions):
+        messages, report = compact(number, session.messages, transcript.last_timestamp)
+        sessions.append(
+            session if messages is session.messages else session.with_messages(messages)
+        )
         reports.append(report)
     summary = CompressReport(
         path=transcript.path,

@@ -3,6 +3,8 @@ the offline summary otherwise, and the fallback rules between them."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ctxpack.errors import StrictFallbackError, SummarizerError
 from ctxpack.summarize.llm.client import LLMSummarizer
 from ctxpack.summarize.llm.errors import SummaryFailed
@@ -11,21 +13,24 @@ from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.protocol import Summarizer, SummaryRequest, SummaryResult
 from ctxpack.tokens.counter import TokenCounter
 
+# What an LLM failure that could fall back does: use the offline summary and
+# warn, exit 3 (--strict), or stop and write nothing (--abort-on-failure).
+OnFailure = Literal["fallback", "strict", "abort"]
+
 
 def run_summary(
     request: SummaryRequest,
     *,
     counter: TokenCounter,
     llm: LLMSettings | None,
-    strict: bool,
-    abort_on_failure: bool,
+    on_failure: OnFailure,
     offline: Summarizer,
 ) -> SummaryResult:
     """The summary of `request.middle`.
 
     An LLM failure that may fall back (SummaryFailed) uses `offline` and says
-    so in the warnings, unless `strict` (StrictFallbackError, exit 3) or
-    `abort_on_failure` (SummarizerError) forbid it. Refused credentials always
+    so in the warnings, unless `on_failure` is "strict" (StrictFallbackError,
+    exit 3) or "abort" (SummarizerError). Refused credentials always
     raise SummarizerError: a fallback would hide the misconfiguration.
     """
     request = effective_request(request)
@@ -35,11 +40,11 @@ def run_summary(
         return LLMSummarizer(llm).summarize(request, counter=counter)
     except SummaryFailed as exc:
         reason = exc.message
-        if strict:
+        if on_failure == "strict":
             raise StrictFallbackError(
                 f"LLM summary failed ({reason}); --strict forbids the offline fallback"
             ) from exc
-        if abort_on_failure:
+        if on_failure == "abort":
             raise SummarizerError(
                 f"LLM summary failed ({reason}); stopped (--abort-on-failure), nothing written"
             ) from exc

@@ -26,6 +26,7 @@ import tiktoken.load
 
 from ctxpack import messages as m
 from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens import forked
 from ctxpack.transcript import Message
 
@@ -41,7 +42,6 @@ ENCODINGS: dict[str, tuple[str, str]] = {
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     ),
 }
-DEFAULT_ENCODING = "o200k_base"
 
 KINDS = (
     "system",

@@ -1,8 +1,9 @@
 """Which endpoint, model and key the LLM summarizer uses.
 
-Precedence: explicit value (flag or config) > CTXPACK_* environment > default.
-A user's OPENAI_API_KEY only ever goes to OpenAI itself or to the endpoint
-that OPENAI_BASE_URL names: never to some other URL given to ctxpack.
+The values come resolved and checked (ctxpack.settings); this module only
+reads OPENAI_API_KEY and OPENAI_BASE_URL. A user's OPENAI_API_KEY only ever
+goes to OpenAI itself or to the endpoint that OPENAI_BASE_URL names: never to
+some other URL given to ctxpack.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from ctxpack.errors import UsageError
+from ctxpack.settings import DEFAULT_MAX_RETRIES, DEFAULT_SUMMARIZER_CONTEXT, DEFAULT_TIMEOUT
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers (Ollama, llama.cpp, vLLM) ignore the key; the client needs one.
 PLACEHOLDER_KEY = "not-needed"
-DEFAULT_TIMEOUT = 120.0
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_SUMMARIZER_CONTEXT = 32_000
 
 TokenParam = Literal["max_tokens", "max_completion_tokens"]
 TOKEN_PARAMS: tuple[TokenParam, ...] = ("max_tokens", "max_completion_tokens")
@@ -53,48 +52,39 @@ def resolve_llm_settings(
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    timeout: float | None = None,
-    max_retries: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     temperature: float | None = None,
     token_param: str | None = None,
-    summarizer_context: int | None = None,
+    summarizer_context: int = DEFAULT_SUMMARIZER_CONTEXT,
     use_cache: bool = True,
     env: Mapping[str, str],
 ) -> LLMSettings | None:
     """Settings for the LLM summarizer, or None when no model is configured (offline)."""
-    model = model or env.get("CTXPACK_MODEL") or None
-    if model is None:
+    if not model:
         if base_url or api_key:
             raise UsageError("an endpoint or API key was given without a model: add --model")
         return None
-    url = normalize_url(
-        base_url or env.get("CTXPACK_BASE_URL") or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-    )
+    url = normalize_url(base_url or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--base-url must be an http(s) URL, got {url!r}")
-    key = api_key or env.get("CTXPACK_API_KEY") or _openai_key_for(url, env)
+    key = api_key or _openai_key_for(url, env)
     if not key:
         if is_openai_endpoint(url):
             raise UsageError(
                 f"no API key for {url}: set OPENAI_API_KEY or CTXPACK_API_KEY, or pass --api-key"
             )
         key = PLACEHOLDER_KEY
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {timeout}")
-    if max_retries is not None and max_retries < 0:
-        raise UsageError(f"--max-retries must be 0 or more, got {max_retries}")
-    if summarizer_context is not None and summarizer_context < 1000:
-        raise UsageError(f"--summarizer-context must be at least 1000, got {summarizer_context}")
     return LLMSettings(
         model=model,
         base_url=url,
         api_key=key,
-        timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
-        max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+        timeout=float(timeout),
+        max_retries=max_retries,
         temperature=temperature,
         token_param=_token_param(token_param, url),
-        summarizer_context=summarizer_context or DEFAULT_SUMMARIZER_CONTEXT,
+        summarizer_context=summarizer_context,
         use_cache=use_cache,
     )
 

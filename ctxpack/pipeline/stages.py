@@ -1,0 +1,118 @@
+"""What each command does to a transcript between reading and writing it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxpack.align.plan import plans_from_json
+from ctxpack.errors import RetentionError
+from ctxpack.evaluate.gate import gate
+from ctxpack.evaluate.retention import EvalReport, evaluate, retention_summary
+from ctxpack.pipeline.archiving import settings_record
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
+from ctxpack.pipeline.run import Staged
+from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
+from ctxpack.report import CompressReport
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Transcript
+
+
+@dataclass(frozen=True)
+class Compress:
+    """`ctxpack compress`: the whole compaction, refused below --min-retention."""
+
+    settings: CompressSettings
+    min_retention: dict[str, float] | None = None
+
+    def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
+        result, report = compress_transcript(transcript, counter=counter, settings=self.settings)
+        measured = measure_retention(transcript, result, report, counter=counter)
+        if self.min_retention is not None:
+            failures = gate(measured, self.min_retention)
+            if failures:
+                raise RetentionError(
+                    "compaction refused: " + "; ".join(failures), path=transcript.path
+                )
+        return _compacted(result, report, self.settings)
+
+
+@dataclass(frozen=True)
+class Summarize:
+    """`ctxpack summarize` and `update`: stages 2-4, with no threshold and no pruning."""
+
+    settings: CompressSettings
+    # A plan document from `ctxpack align --json`, checked against the transcript.
+    plan: Any = None
+    require_previous: bool = False
+
+    def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
+        plans = None
+        if self.plan is not None:
+            plans = plans_from_json(self.plan, sessions=[s.messages for s in transcript.sessions])
+        result, report = summarize_transcript(
+            transcript,
+            counter=counter,
+            settings=self.settings,
+            plans=plans,
+            require_previous=self.require_previous,
+        )
+        return _compacted(result, report, self.settings)
+
+
+@dataclass
+class PruneReport:
+    original: Transcript
+    results: list[PruneResult]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class Prune:
+    """`ctxpack prune`: stage 1 alone."""
+
+    settings: PruneSettings
+
+    def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[PruneReport]:
+        pruned, results = prune_transcript(transcript, counter=counter, settings=self.settings)
+        report = PruneReport(original=transcript, results=results, warnings=[])
+        return Staged(
+            result=pruned,
+            report=report,
+            warnings=report.warnings,
+            archive_settings={
+                "min_savings": self.settings.min_savings,
+                **vars(self.settings.budget),
+            },
+            archive_report=lambda: {"command": "prune", **totals(results)},
+        )
+
+
+def _compacted(
+    result: Transcript, report: CompressReport, settings: CompressSettings
+) -> Staged[CompressReport]:
+    return Staged(
+        result=result,
+        report=report,
+        warnings=report.sessions[0].warnings if report.sessions else [],
+        archive_settings=settings_record(settings),
+        archive_report=report.to_dict,
+        blobs=[blob for s in report.sessions for blob in s.blobs],
+    )
+
+
+def measure_retention(
+    original: Transcript, result: Transcript, report: CompressReport, *, counter: TokenCounter
+) -> list[EvalReport]:
+    """Attach `ctxpack eval`'s retention block to every session that changed."""
+    measured = []
+    for before, after, session in zip(
+        original.sessions, result.sessions, report.sessions, strict=True
+    ):
+        if after.messages is before.messages:
+            continue
+        evaluation = evaluate(before.messages, after.messages, counter=counter)
+        evaluation.label = session.label
+        session.retention = retention_summary(evaluation)
+        measured.append(evaluation)
+    return measured
