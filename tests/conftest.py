@@ -26,6 +26,8 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TAU_BENCH = FIXTURES / "openai-chat" / "tau-bench__historical_trajectories__gpt-4o-airline.json"
 TOOLBENCH = FIXTURES / "openai-chat" / "ToolBench__G2_answer__52_ChatGPT_DFS_woFilter_w2.json"
 OPENAI_FIXTURES = sorted((FIXTURES / "openai-chat").glob("*.json"))
+# More real transcripts, shared by every checkout next to the repository (may be absent).
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "real-transcripts"
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,43 @@
+"""Where an element of a JSON document starts, so that an error about one
+element of a pretty-printed document can name its line."""
+
+from __future__ import annotations
+
+from ctxpack.errors import InputError
+from ctxpack.formats import jsonspans
+
+
+class ItemError(ValueError):
+    """Element `index` of a document's list is not what the format allows."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def item_line(body: bytes, *, index: int, key: str | None = None) -> int | None:
+    """The line element `index` starts on, in the top-level array or in the
+    array held by the top-level member `key`; None when there is no such element."""
+    pos = jsonspans.skip_ws(body, 0)
+    try:
+        if key is not None:
+            if body[pos : pos + 1] != b"{":
+                return None
+            span = jsonspans.object_members(body, pos).get(key)
+            if span is None:
+                return None
+            pos = span[0]
+        if body[pos : pos + 1] != b"[":
+            return None
+        spans = jsonspans.array_items(body, pos)
+    except ValueError:
+        return None
+    if index >= len(spans):
+        return None
+    return body.count(b"\n", 0, spans[index][0]) + 1
+
+
+def item_input_error(
+    exc: ItemError, *, body: bytes, path: str, key: str | None = None
+) -> InputError:
+    return InputError(str(exc), path=path, line=item_line(body, index=exc.index, key=key))
