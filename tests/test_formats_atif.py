@@ -15,7 +15,7 @@ from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.tokens.counter import KINDS, TokenCounter
 from tests.conftest import SHARED
-from tests.test_formats_support import compress_read_only, tok
+from tests.test_formats_support import assert_counted, compress_read_only, tok
 
 NEMO = SHARED / "atif" / "NeMo-Relay__examples__trajectory.json"
 needs_shared = pytest.mark.skipif(not NEMO.is_file(), reason=f"{SHARED} is absent")
@@ -84,13 +84,7 @@ def test_count_matches_a_direct_tiktoken_count(counter: TokenCounter) -> None:
     )
     expected["assistant_text"] = tok(steps[7]["message"])
     expected["overhead"] = 4 * 5
-    result = runner.invoke(app, ["count", str(NEMO), "--json"])
-    assert result.exit_code == 0, result.output
-    total = json.loads(result.stdout)["total"]
-    assert total["tokens_by_kind"] == expected
-    assert total["tokens"] == sum(expected.values())
-    msgs = formats.read(NEMO.read_bytes(), path=str(NEMO)).sessions[0].messages
-    assert counter.messages(msgs) == sum(expected.values())
+    assert_counted(NEMO, expected, counter)
 
 
 @needs_shared

@@ -16,7 +16,7 @@ from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.tokens.counter import KINDS, TokenCounter
 from tests.conftest import SHARED
-from tests.test_formats_support import compact, compress_read_only, tok
+from tests.test_formats_support import assert_counted, compact, compress_read_only, tok
 
 GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
 needs_shared = pytest.mark.skipif(not GEMINI.is_file(), reason=f"{SHARED} is absent")
@@ -96,13 +96,7 @@ def _expected_kinds(raw: list[dict[str, Any]]) -> dict[str, int]:
 def test_count_matches_a_direct_tiktoken_count(counter: TokenCounter) -> None:
     expected = _expected_kinds(json.loads(GEMINI.read_bytes()))
     assert expected["tool_calls"] and expected["tool_results"] and expected["reasoning"]
-    result = runner.invoke(app, ["count", str(GEMINI), "--json"])
-    assert result.exit_code == 0, result.output
-    total = json.loads(result.stdout)["total"]
-    assert total["tokens_by_kind"] == expected
-    assert total["tokens"] == sum(expected.values())
-    msgs = formats.read(GEMINI.read_bytes(), path=str(GEMINI)).sessions[0].messages
-    assert counter.messages(msgs) == sum(expected.values())
+    assert_counted(GEMINI, expected, counter)
 
 
 @needs_shared
@@ -241,7 +235,7 @@ def test_malformed_histories_name_the_file_and_line() -> None:
     good = {"role": "user", "parts": [{"text": "hi"}]}
     pretty = json.dumps([good, {"role": "model"}], indent=2).encode()
     second = pretty.count(b"\n", 0, pretty.index(b'{\n    "role": "model"')) + 1
-    assert _error(pretty) == f"h.json:{second}: content 2 has no parts list"
+    assert _error(pretty) == f"h.json:{second}: content 2: no parts list"
     wrong_role = json.dumps([good, {"role": "assistant", "parts": []}], indent=2).encode()
     assert "content 2: role must be user or model, not 'assistant'" in _error(wrong_role)
     assert _error(pretty[:-5]).startswith("h.json:")

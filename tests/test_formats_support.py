@@ -22,7 +22,7 @@ from ctxpack.cli import app
 from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.batch import FileJob, compress_file
 from ctxpack.pipeline.compaction import CompressSettings
-from ctxpack.tokens.counter import get_encoding
+from ctxpack.tokens.counter import TokenCounter, get_encoding
 from ctxpack.transcript import Message, Transcript
 
 ENCODING = get_encoding("o200k_base")
@@ -171,3 +171,14 @@ def compress_read_only(source: Path, out: Path) -> tuple[dict[str, Any], list[Me
     msgs = written.sessions[0].messages
     assert toolpairs.orphans(msgs) == ([], [])
     return report, msgs
+
+
+def assert_counted(source: Path, expected: dict[str, int], counter: TokenCounter) -> None:
+    """`count --json` and the library both report `expected` tokens by kind."""
+    result = CliRunner().invoke(app, ["count", str(source), "--json"])
+    assert result.exit_code == 0, result.output
+    total = json.loads(result.stdout)["total"]
+    assert total["tokens_by_kind"] == expected
+    assert total["tokens"] == sum(expected.values())
+    msgs = formats.read(source.read_bytes(), path=str(source)).sessions[0].messages
+    assert counter.messages(msgs) == sum(expected.values())

@@ -30,7 +30,7 @@ from ctxpack import toolpairs
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions
-from ctxpack.formats.docpos import ItemError, item_input_error
+from ctxpack.formats.docpos import ItemError, each_item, item_input_error, load_document
 from ctxpack.transcript import Message, Session, Transcript
 
 _VERSION = re.compile(rb'"schema_version"\s*:\s*"ATIF-')
@@ -213,22 +213,19 @@ def _results(step: dict[str, Any], own: list[str], calls: _Calls) -> list[Messag
 
 
 def steps_messages(steps: list[Any]) -> list[Message]:
-    out: list[Message] = []
     calls = _Calls()
-    for number, step in enumerate(steps):
+
+    def convert(step: Any) -> list[Message]:
         source = step.get("source") if isinstance(step, dict) else None
-        try:
-            if source not in ROLES:
-                raise ValueError(f"source must be system, user or agent, not {source!r}")
-            assert isinstance(step, dict)
-            if source == "agent":
-                said, own = _agent_message(step, calls)
-            else:
-                said, own = _turns(step, ROLES[str(source)]), []
-            out += said + _results(step, own, calls)
-        except ValueError as exc:
-            raise ItemError(number, f"step {number + 1}: {exc}") from None
-    return out
+        if source == "agent":
+            said, own = _agent_message(step, calls)
+        elif source in ROLES:
+            said, own = _turns(step, ROLES[source]), []
+        else:
+            raise ValueError(f"source must be system, user or agent, not {source!r}")
+        return said + _results(step, own, calls)
+
+    return each_item(steps, convert, what="step")
 
 
 class ATIFFormat:
@@ -241,14 +238,12 @@ class ATIFFormat:
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         body = data.removeprefix(BOM)
-        try:
-            doc = jsoncodec.loads(body)
-        except jsoncodec.JSONError as exc:
-            raise InputError(str(exc), path=path, line=exc.line) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        doc = load_document(body, path=path)
+        steps = doc.get("steps") if isinstance(doc, dict) else None
+        if not isinstance(steps, list):
             raise InputError("not an ATIF trajectory (no steps list)", path=path)
         try:
-            messages = steps_messages(doc["steps"])
+            messages = steps_messages(steps)
         except ItemError as bad:
             raise item_input_error(bad, body=body, path=path, key="steps") from None
         session = Session(
@@ -256,7 +251,7 @@ class ATIFFormat:
             originals=[(x, b"") for x in messages],
             label=str(doc.get("session_id") or ""),
         )
-        stamps = [s["timestamp"] for s in doc["steps"] if isinstance(s.get("timestamp"), str)]
+        stamps = [s["timestamp"] for s in steps if isinstance(s.get("timestamp"), str)]
         layout: dict[str, Any] = {"last_timestamp": stamps[-1]} if stamps else {}
         return Transcript(self.name, [session], path=path, raw=data, layout=layout)
 

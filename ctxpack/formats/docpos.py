@@ -1,10 +1,16 @@
-"""Where an element of a JSON document starts, so that an error about one
-element of a pretty-printed document can name its line."""
+"""Reading one JSON document whose errors name a line: where it fails to
+parse, or where the element of its list that is not what the format allows
+starts (a pretty-printed document spreads one element over many lines)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from ctxpack.errors import InputError
-from ctxpack.formats import jsonspans
+from ctxpack.formats import jsoncodec, jsonspans
+
+T = TypeVar("T")
 
 
 class ItemError(ValueError):
@@ -13,6 +19,25 @@ class ItemError(ValueError):
     def __init__(self, index: int, message: str) -> None:
         super().__init__(message)
         self.index = index
+
+
+def load_document(body: bytes, *, path: str) -> Any:
+    try:
+        return jsoncodec.loads(body)
+    except jsoncodec.JSONError as exc:
+        raise InputError(str(exc), path=path, line=exc.line) from None
+
+
+def each_item(items: list[Any], convert: Callable[[Any], list[T]], *, what: str) -> list[T]:
+    """convert(item) for every item, concatenated; a ValueError becomes an
+    ItemError that names the item ("step 3: ...")."""
+    out: list[T] = []
+    for number, item in enumerate(items):
+        try:
+            out += convert(item)
+        except ValueError as exc:
+            raise ItemError(number, f"{what} {number + 1}: {exc}") from None
+    return out
 
 
 def item_line(body: bytes, *, index: int, key: str | None = None) -> int | None:

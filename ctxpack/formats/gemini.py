@@ -24,12 +24,13 @@ are notices shown to the user and never sent to the model: they are skipped.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, is_blank, split_lines
-from ctxpack.formats.docpos import ItemError, item_input_error
+from ctxpack.formats.docpos import ItemError, each_item, item_input_error
 from ctxpack.transcript import Message, Session, Transcript
 
 _CONTENTS = re.compile(
@@ -115,30 +116,48 @@ def _content(texts: list[str], media: list[dict[str, Any]]) -> str | list[dict[s
     return [{"type": "text", "text": t} for t in texts] + media
 
 
-def model_message(parts: list[Any], calls: _Calls, *, reasoning: list[str]) -> Message:
-    texts: list[str] = []
-    thoughts = list(reasoning)
-    media: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
+@dataclass
+class _Parts:
+    """The parts of one Content, sorted by what they become."""
+
+    texts: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+    media: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[dict[str, Any]] = field(default_factory=list)
+
+
+def split_parts(parts: list[Any]) -> _Parts:
+    out = _Parts()
     for part in parts:
         if not isinstance(part, dict):
             raise ValueError(f"a part must be an object, not {type(part).__name__}")
-        fc = part.get("functionCall")
-        if isinstance(fc, dict):
-            name = str(fc.get("name") or "")
-            args = fc.get("args") if fc.get("args") is not None else {}
-            tool_calls.append(
-                {
-                    "id": calls.call(fc.get("id"), name),
-                    "type": "function",
-                    "function": {"name": name, "arguments": jsoncodec.dumps(args).decode("utf-8")},
-                }
-            )
+        if isinstance(part.get("functionCall"), dict):
+            out.calls.append(part["functionCall"])
+        elif isinstance(part.get("functionResponse"), dict):
+            out.responses.append(part["functionResponse"])
         elif (text := _part_text(part)) is not None:
-            (thoughts if part.get("thought") is True else texts).append(text)
+            (out.thoughts if part.get("thought") is True else out.texts).append(text)
         elif (found := _media(part)) is not None:
-            media.append(found)
-    content = _content(texts, media)
+            out.media.append(found)
+    return out
+
+
+def model_message(parts: list[Any], calls: _Calls, *, reasoning: list[str]) -> Message:
+    said = split_parts(parts)
+    thoughts = reasoning + said.thoughts
+    tool_calls = []
+    for fc in said.calls:
+        name = str(fc.get("name") or "")
+        args = fc.get("args") if fc.get("args") is not None else {}
+        tool_calls.append(
+            {
+                "id": calls.call(fc.get("id"), name),
+                "type": "function",
+                "function": {"name": name, "arguments": jsoncodec.dumps(args).decode("utf-8")},
+            }
+        )
+    content = _content(said.texts, said.media)
     msg: Message = {"role": "assistant", "content": content}
     if content is None and not tool_calls and not thoughts:
         msg["content"] = ""
@@ -151,48 +170,36 @@ def model_message(parts: list[Any], calls: _Calls, *, reasoning: list[str]) -> M
 
 def user_messages(parts: list[Any], calls: _Calls) -> list[Message]:
     """Tool results first (they answer the calls just made), then the user's own turn."""
+    said = split_parts(parts)
     out: list[Message] = []
-    texts: list[str] = []
-    media: list[dict[str, Any]] = []
-    for part in parts:
-        if not isinstance(part, dict):
-            raise ValueError(f"a part must be an object, not {type(part).__name__}")
-        fr = part.get("functionResponse")
-        if isinstance(fr, dict):
-            name = str(fr.get("name") or "")
-            text = response_text(fr.get("response"))
-            call_id = calls.answer(fr.get("id"), name)
-            if call_id is None:
-                out.append({"role": "user", "content": text})
-            else:
-                out.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": text})
-        elif (said := _part_text(part)) is not None:
-            texts.append(said)
-        elif (found := _media(part)) is not None:
-            media.append(found)
-    content = _content(texts, media)
+    for fr in said.responses:
+        name = str(fr.get("name") or "")
+        text = response_text(fr.get("response"))
+        call_id = calls.answer(fr.get("id"), name)
+        if call_id is None:
+            out.append({"role": "user", "content": text})
+        else:
+            out.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": text})
+    content = _content(said.texts + said.thoughts, said.media)
     if content is not None:
         out.append({"role": "user", "content": content})
     return out
 
 
 def contents_messages(contents: list[Any]) -> list[Message]:
-    out: list[Message] = []
     calls = _Calls()
-    for number, item in enumerate(contents):
+
+    def convert(item: Any) -> list[Message]:
         if not isinstance(item, dict) or not isinstance(item.get("parts"), list):
-            raise ItemError(number, f"content {number + 1} has no parts list")
+            raise ValueError("no parts list")
         role = item.get("role", "user")
-        try:
-            if role == "model":
-                out.append(model_message(item["parts"], calls, reasoning=[]))
-            elif role in ("user", "function"):
-                out += user_messages(item["parts"], calls)
-            else:
-                raise ValueError(f"role must be user or model, not {role!r}")
-        except ValueError as exc:
-            raise ItemError(number, f"content {number + 1}: {exc}") from None
-    return out
+        if role == "model":
+            return [model_message(item["parts"], calls, reasoning=[])]
+        if role in ("user", "function"):
+            return user_messages(item["parts"], calls)
+        raise ValueError(f"role must be user or model, not {role!r}")
+
+    return each_item(contents, convert, what="content")
 
 
 def _thought_text(thought: Any) -> str:
@@ -243,20 +250,19 @@ def gemini_record(record: dict[str, Any], calls: _Calls) -> list[Message]:
 
 
 def records_messages(records: list[Any]) -> list[Message]:
-    out: list[Message] = []
     calls = _Calls()
-    for number, record in enumerate(records):
+
+    def convert(record: Any) -> list[Message]:
         kind = record.get("type") if isinstance(record, dict) else None
-        try:
-            if kind == "user":
-                out += user_messages(as_parts(record.get("content")), calls)
-            elif kind == "gemini":
-                out += gemini_record(record, calls)
-            elif kind not in NOTICE_TYPES:
-                raise ValueError(f"type must be user, gemini, info, error or warning, not {kind!r}")
-        except ValueError as exc:
-            raise ItemError(number, f"message {number + 1}: {exc}") from None
-    return out
+        if kind == "user":
+            return user_messages(as_parts(record.get("content")), calls)
+        if kind == "gemini":
+            return gemini_record(record, calls)
+        if kind in NOTICE_TYPES:
+            return []
+        raise ValueError(f"type must be user, gemini, info, error or warning, not {kind!r}")
+
+    return each_item(records, convert, what="message")
 
 
 def _recording_lines(
