@@ -29,6 +29,9 @@ OPENAI_FIXTURES = sorted((FIXTURES / "openai-chat").glob("*.json"))
 # What the format tests write with: the default encoding, as a run without options.
 COUNTER = TokenCounter()
 
+# More real transcripts, shared by every checkout next to the repository (may be absent).
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "real-transcripts"
+
 
 @pytest.fixture(scope="session")
 def counter() -> TokenCounter:

@@ -121,7 +121,8 @@ def test_formats_command_lists_every_adapter() -> None:
     assert result.exit_code == 0
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == list(formats.REGISTRY)
-    assert {r["name"] for r in rows if not r["writable"]} == {"swe-agent", "openhands"}
+    read_only = {"swe-agent", "openhands", "gemini", "atif"}
+    assert {r["name"] for r in rows if not r["writable"]} == read_only
     assert all(r["readable"] and r["description"] for r in rows)
 
 

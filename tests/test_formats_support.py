@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
-from ctxpack import markers
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
+from ctxpack.align.budget import Budget
+from ctxpack.cli import app
+from ctxpack.formats.base import ReadOptions
+from ctxpack.pipeline.batch import compress_file
+from ctxpack.pipeline.compaction import CompressSettings
+from ctxpack.pipeline.run import FileJob
+from ctxpack.pipeline.stages import Compress
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
-from ctxpack.tokens.counter import get_encoding
+from ctxpack.tokens.counter import TokenCounter, get_encoding
 from ctxpack.transcript import Message, Transcript
 
 ENCODING = get_encoding("o200k_base")
@@ -123,3 +133,41 @@ def normal(msgs: list[Message], *, ids: bool = True) -> list[dict[str, Any]]:
 
 def summaries(msgs: list[Message]) -> list[Message]:
     return [msg for msg in msgs if markers.is_summary(msg)]
+
+
+def compress_read_only(source: Path, out: Path) -> tuple[dict[str, Any], list[Message]]:
+    """`compress --offline --force --context-length 8000` of a read-only format,
+    by the CLI and by the library: the same openai JSONL either way, with the
+    read-only warning and no orphan tool pairs. The CLI's report and the
+    messages written come back."""
+    report_path = out.with_name(out.name + ".report.json")
+    args = ["compress", "--offline", "--force", "--context-length", "8000", "--no-archive"]
+    result = CliRunner().invoke(
+        app, [*args, str(source), "-o", str(out), "--report", str(report_path)]
+    )
+    assert result.exit_code == 0, result.output
+    settings = CompressSettings(force=True, budget=Budget(context_length=8000))
+    job = FileJob(str(source), None, read_options=ReadOptions(), archive=False)
+    outcome = compress_file(job, stage=Compress(settings))
+    assert outcome.data == out.read_bytes()
+    report = json.loads(report_path.read_text())
+    warning = f"{report['format']} is read-only; the output is written as openai"
+    assert warning in " ".join(result.stderr.split())
+    assert report["sessions"][0]["warnings"] == [warning]
+    assert outcome.report is not None and outcome.report.sessions[0].warnings == [warning]
+    written = formats.read(out.read_bytes(), path=str(out))
+    assert written.format == "openai"
+    msgs = written.sessions[0].messages
+    assert toolpairs.orphans(msgs) == ([], [])
+    return report, msgs
+
+
+def assert_counted(source: Path, expected: dict[str, int], counter: TokenCounter) -> None:
+    """`count --json` and the library both report `expected` tokens by kind."""
+    result = CliRunner().invoke(app, ["count", str(source), "--json"])
+    assert result.exit_code == 0, result.output
+    total = json.loads(result.stdout)["total"]
+    assert total["tokens_by_kind"] == expected
+    assert total["tokens"] == sum(expected.values())
+    msgs = formats.read(source.read_bytes(), path=str(source)).sessions[0].messages
+    assert counter.messages(msgs) == sum(expected.values())

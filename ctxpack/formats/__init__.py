@@ -12,10 +12,12 @@ from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.anthropic import AnthropicFormat
+from ctxpack.formats.atif import ATIFFormat
 from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions
 from ctxpack.formats.claude_code import ClaudeCodeFormat
 from ctxpack.formats.claude_stream import ClaudeStreamFormat
 from ctxpack.formats.codex import CodexFormat
+from ctxpack.formats.gemini import GeminiFormat
 from ctxpack.formats.openai import OpenAIFormat
 from ctxpack.formats.openhands import OpenHandsFormat
 from ctxpack.formats.sharegpt import ShareGPTFormat
@@ -30,6 +32,8 @@ REGISTRY: dict[str, FormatAdapter] = {
         CodexFormat(),
         ClaudeStreamFormat(),
         ClaudeCodeFormat(),
+        ATIFFormat(),
+        GeminiFormat(),
         OpenHandsFormat(),
         SWEAgentFormat(),
         ShareGPTFormat(),
