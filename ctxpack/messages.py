@@ -38,21 +38,17 @@ def call_id(call: dict[str, Any]) -> str:
 
 
 def call_name(call: dict[str, Any]) -> str:
-    fn = call.get("function")
-    if isinstance(fn, dict):
-        name = fn.get("name")
-        if isinstance(name, str):
-            return name
-    return ""
+    return _function_text(call, "name")
 
 
 def call_arguments(call: dict[str, Any]) -> str:
+    return _function_text(call, "arguments")
+
+
+def _function_text(call: dict[str, Any], key: str) -> str:
     fn = call.get("function")
-    if isinstance(fn, dict):
-        args = fn.get("arguments")
-        if isinstance(args, str):
-            return args
-    return ""
+    value = fn.get(key) if isinstance(fn, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def legacy_function_call(msg: Message) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,17 +74,11 @@ class CompressReport:
 
     @property
     def before(self) -> Tally:
-        total = Tally()
-        for s in self.sessions:
-            total.merge(s.before)
-        return total
+        return _sum(s.before for s in self.sessions)
 
     @property
     def after(self) -> Tally:
-        total = Tally()
-        for s in self.sessions:
-            total.merge(s.after)
-        return total
+        return _sum(s.after for s in self.sessions)
 
     def to_dict(self) -> dict[str, Any]:
         before, after = self.before, self.after
@@ -97,3 +92,10 @@ class CompressReport:
             "ratio": ratio(after.tokens, before.tokens),
             "sessions": [s.to_dict() for s in self.sessions],
         }
+
+
+def _sum(tallies: Iterable[Tally]) -> Tally:
+    total = Tally()
+    for tally in tallies:
+        total.merge(tally)
+    return total

@@ -4,7 +4,7 @@ it, `ctxpack summarize --plan` reads it back)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from ctxpack.errors import UsageError
@@ -35,12 +35,7 @@ class Adjustment:
     to_index: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "reason": self.reason,
-            "from_index": self.from_index,
-            "to_index": self.to_index,
-        }
+        return asdict(self)
 
 
 @dataclass

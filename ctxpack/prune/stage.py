@@ -12,7 +12,7 @@ not changed stays the very same object.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctxpack import messages as m
@@ -66,16 +66,7 @@ class PlanRow:
         return self.tokens_before - self.tokens_after
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "role": self.role,
-            "tool": self.tool,
-            "action": self.action,
-            "reason": self.reason,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "saved": self.saved,
-        }
+        return {**asdict(self), "saved": self.saved}
 
 
 @dataclass
