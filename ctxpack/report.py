@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from ctxpack.refs import Blob
 from ctxpack.tokens.tally import Tally
 
 
+class Status(StrEnum):
+    """What happened to one session; the JSON report writes the value."""
+
+    UNDER_THRESHOLD = "under-threshold"
+    PRUNED = "pruned"
+    COMPACTED = "compacted"
+    NOTHING_TO_COMPRESS = "nothing-to-compress"
+
+
 @dataclass
 class SessionReport:
     label: str
-    status: str  # under-threshold | pruned | compacted | nothing-to-compress
+    status: Status
     before: Tally
     after: Tally
     pruned: int = 0
@@ -37,7 +47,7 @@ class SessionReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "session": self.label,
-            "status": self.status,
+            "status": self.status.value,
             "tokens_before": self.before.tokens,
             "tokens_after": self.after.tokens,
             "messages_before": self.before.messages,

@@ -17,7 +17,7 @@ from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
-from ctxpack.report import CompressReport, SessionReport
+from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
@@ -99,7 +99,7 @@ def _compact(
         with counter.counting(messages):
             plan = plan_prune(messages, counter=counter, settings=prune_settings)
     before = tally(messages, counter=counter)
-    report = SessionReport(label=label, status="under-threshold", before=before, after=before)
+    report = SessionReport(label=label, status=Status.UNDER_THRESHOLD, before=before, after=before)
     threshold = settings.budget.threshold_tokens
     if not settings.force and before.tokens < threshold:
         report.notes.append(
@@ -113,7 +113,7 @@ def _compact(
         current = pruned.messages
         _record_prune(report, pruned)
         if pruned.applied and pruned.rows:
-            report.status = "pruned"
+            report.status = Status.PRUNED
         if settings.prune == "prune-only" and counter.messages(current) < threshold:
             report.notes.append("pruning alone brought it under the threshold (--prune-only)")
             report.after = tally(current, counter=counter)
@@ -153,8 +153,8 @@ def summarize_messages(
             "run `ctxpack summarize`, or pass --previous-summary FILE"
         )
     if not plan.compressible:
-        if report.status != "pruned":
-            report.status = "nothing-to-compress"
+        if report.status != Status.PRUNED:
+            report.status = Status.NOTHING_TO_COMPRESS
         report.notes.append(plan.note or "nothing to compress")
         return messages
     prepared = prepare_request(
@@ -197,10 +197,10 @@ def summarize_messages(
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
         report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
-        if report.status != "pruned":
-            report.status = "nothing-to-compress"
+        if report.status != Status.PRUNED:
+            report.status = Status.NOTHING_TO_COMPRESS
         return messages
-    report.status = "compacted"
+    report.status = Status.COMPACTED
     report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
     report.summary_tokens = counter.text(text)
@@ -319,7 +319,7 @@ def summarize_transcript(
         before = tally(messages, counter=counter)
         report = SessionReport(
             label=transcript.sessions[number].label or f"#{number}",
-            status="nothing-to-compress",
+            status=Status.NOTHING_TO_COMPRESS,
             before=before,
             after=before,
         )
