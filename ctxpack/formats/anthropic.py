@@ -20,7 +20,7 @@ from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
 from ctxpack.formats.base import ReadOptions, context_of, layout_of
 from ctxpack.formats.origins import resolve
-from ctxpack.formats.records import RecordDocument, RecordLines, one_per_line, split_document
+from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -130,31 +130,14 @@ class AnthropicFormat:
         return detect(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        body, nonblank, file_lines = split_document(data)
-        sessions: list[Session] = []
+        file = open_file(data, path=path)
         skipped = 0
-        if one_per_line(nonblank):
-            layout = AnthropicLayout(file_lines)
-            for number, line in enumerate(file_lines.lines):
-                if not line.strip():
-                    continue
-                try:
-                    session, context = _record_session(jsoncodec.loads(line), f"line {number + 1}")
-                except (ValueError, jsoncodec.JSONError) as exc:
-                    if not options.skip_invalid:
-                        raise InputError(str(exc), path=path, line=number + 1) from None
-                    skipped += 1
-                    continue
-                context.line = number
-                sessions.append(session)
+        if isinstance(file, RecordLines):
+            layout = AnthropicLayout(file)
+            sessions, skipped = file.read(_line_session, path=path, options=options)
         else:
             try:
-                doc = jsoncodec.loads(body)
-            except jsoncodec.JSONError as exc:
-                raise InputError(str(exc), path=path, line=exc.line) from None
-            document = RecordDocument.of(body, bom=file_lines.bom)
-            try:
-                layout, sessions = self._document(doc, document)
+                layout, sessions = self._document(*file)
             except ValueError as exc:
                 raise InputError(str(exc), path=path) from None
         return Transcript(
@@ -168,7 +151,7 @@ class AnthropicFormat:
         )
 
     def _document(
-        self, doc: Any, document: RecordDocument
+        self, document: RecordDocument, doc: Any
     ) -> tuple[AnthropicLayout, list[Session]]:
         body, start = document.body, document.start
         if isinstance(doc, list) and all(isinstance(x, dict) and "role" in x for x in doc):
@@ -229,11 +212,15 @@ class AnthropicFormat:
         return file.splice(edits)
 
 
-def _record_session(record: Any, label: str) -> tuple[Session, AnthropicContext]:
+def _line_session(record: Any, number: int) -> Session:
+    return _record_session(record, f"line {number + 1}", line=number)[0]
+
+
+def _record_session(record: Any, label: str, *, line: int = -1) -> tuple[Session, AnthropicContext]:
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         raise ValueError("record has no messages list")
     session, context = session_of(record["messages"], record.get("system"), label=label)
-    context.record = record
+    context.record, context.line = record, line
     return session, context
 
 

@@ -8,11 +8,14 @@ document, changed values replace their own byte spans (`jsonspans`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, join_lines, split_lines
+from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
+from ctxpack.transcript import Session
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,25 @@ class RecordLines:
     lines: list[bytes]
     bom: bool
     final_newline: bool
+
+    def read(
+        self, session: Callable[[Any, int], Session], *, path: str, options: ReadOptions
+    ) -> tuple[list[Session], int]:
+        """The session of each record (from the record and its line index),
+        and how many invalid lines were skipped; a record `session` rejects
+        with ValueError is invalid."""
+        sessions: list[Session] = []
+        skipped = 0
+        for number, line in enumerate(self.lines):
+            if not line.strip():
+                continue
+            try:
+                sessions.append(session(jsoncodec.loads(line), number))
+            except (ValueError, jsoncodec.JSONError) as exc:
+                if not options.skip_invalid:
+                    raise InputError(str(exc), path=path, line=number + 1) from None
+                skipped += 1
+        return sessions, skipped
 
     def write(self, changed: dict[int, dict[str, Any]]) -> bytes:
         """The file with the record on each line of `changed` replaced."""
@@ -44,9 +66,14 @@ class RecordDocument:
     bom: bool
 
     @classmethod
-    def of(cls, body: bytes, *, bom: bool) -> RecordDocument:
+    def read(cls, body: bytes, *, bom: bool, path: str) -> tuple[RecordDocument, Any]:
+        """The document and its parsed value."""
+        try:
+            value = jsoncodec.loads(body)
+        except jsoncodec.JSONError as exc:
+            raise InputError(str(exc), path=path, line=exc.line) from None
         start = jsonspans.skip_ws(body, 0)
-        return cls(body=body, start=start, style=jsonspans.detect_style(body), bom=bom)
+        return cls(body=body, start=start, style=jsonspans.detect_style(body), bom=bom), value
 
     def root(self) -> jsonspans.Span:
         return (self.start, jsonspans.value_end(self.body, self.start))
@@ -55,18 +82,19 @@ class RecordDocument:
         return (BOM if self.bom else b"") + jsonspans.splice(self.body, edits)
 
 
-def split_document(data: bytes) -> tuple[bytes, list[bytes], RecordLines]:
-    """(the body without the BOM, its lines with content, the file as lines)."""
+def open_file(data: bytes, *, path: str) -> RecordLines | tuple[RecordDocument, Any]:
+    """The file as one record per line (JSONL: several lines with content,
+    the first parsing alone as an object), or as one document and its value."""
     bom = data.startswith(BOM)
     body = data[len(BOM) :] if bom else data
     lines, final_newline = split_lines(body)
     nonblank = [line for line in lines if line.strip()]
-    return body, nonblank, RecordLines(lines=lines, bom=bom, final_newline=final_newline)
+    if _one_per_line(nonblank):
+        return RecordLines(lines=lines, bom=bom, final_newline=final_newline)
+    return RecordDocument.read(body, bom=bom, path=path)
 
 
-def one_per_line(nonblank: list[bytes]) -> bool:
-    """Whether lines with content are records of their own (JSONL), not the
-    lines of one document: there are several and the first parses alone."""
+def _one_per_line(nonblank: list[bytes]) -> bool:
     if len(nonblank) < 2 or not nonblank[0].lstrip().startswith(b"{"):
         return False
     try:

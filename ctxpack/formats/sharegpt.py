@@ -20,7 +20,7 @@ from typing import Any
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
 from ctxpack.formats.base import ReadOptions, context_of, layout_of
-from ctxpack.formats.records import RecordDocument, RecordLines, one_per_line, split_document
+from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -201,6 +201,10 @@ def record_session(
     )
 
 
+def _line_session(record: Any, number: int) -> Session:
+    return record_session(record, label=f"line {number + 1}", line=number)
+
+
 class ShareGPTFormat:
     name = "sharegpt"
     description = "ShareGPT conversations (glaive function calls, Hermes tool tags), JSON or JSONL"
@@ -210,32 +214,17 @@ class ShareGPTFormat:
         return bool(_DETECT.search(head))
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        body, nonblank, file_lines = split_document(data)
-        sessions: list[Session] = []
+        file = open_file(data, path=path)
         skipped = 0
-        if one_per_line(nonblank):
-            layout = ShareGPTLayout(file_lines)
-            for number, line in enumerate(file_lines.lines):
-                if not line.strip():
-                    continue
-                try:
-                    record = jsoncodec.loads(line)
-                    session = record_session(record, label=f"line {number + 1}", line=number)
-                except (ValueError, jsoncodec.JSONError) as exc:
-                    if not options.skip_invalid:
-                        raise InputError(str(exc), path=path, line=number + 1) from None
-                    skipped += 1
-                    continue
-                sessions.append(session)
+        if isinstance(file, RecordLines):
+            layout = ShareGPTLayout(file)
+            sessions, skipped = file.read(_line_session, path=path, options=options)
         else:
-            try:
-                doc = jsoncodec.loads(body)
-            except jsoncodec.JSONError as exc:
-                raise InputError(str(exc), path=path, line=exc.line) from None
-            document = RecordDocument.of(body, bom=file_lines.bom)
+            document, doc = file
             layout = ShareGPTLayout(document, array=isinstance(doc, list))
             records = doc if isinstance(doc, list) else [doc]
-            spans = jsonspans.array_items(body, document.start) if layout.array else []
+            spans = jsonspans.array_items(document.body, document.start) if layout.array else []
+            sessions = []
             for number, record in enumerate(records):
                 span = spans[number] if spans else None
                 try:
