@@ -25,8 +25,10 @@ class Session:
     messages: list[Message]
     originals: list[tuple[Message, RawLine]] = field(default_factory=list)
     label: str = ""
-    # Format-specific context the adapter needs to write this session back.
-    context: dict[str, Any] = field(default_factory=dict)
+    # What the reading adapter needs to write this session back, in a type of
+    # its own that only it interprets; None for a session built from messages
+    # alone.
+    context: object | None = None
 
     def raw_bytes(self) -> dict[int, RawLine]:
         return {id(msg): raw for msg, raw in self.originals}
@@ -51,7 +53,10 @@ class Transcript:
     path: str = "-"
     raw: bytes = b""
     skipped_lines: int = 0
-    layout: dict[str, Any] = field(default_factory=dict)
+    # The file-level shape the reading adapter writes the same bytes back by,
+    # in a type of its own that only it interprets; None for a transcript built
+    # from messages alone.
+    layout: object | None = None
     # When the latest message was written, where the format records it: the
     # summary dates itself by it, and new lines a writer adds carry it.
     last_timestamp: str | None = None

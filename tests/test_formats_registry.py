@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,31 @@ def test_read_only_and_unknown_targets_are_usage_errors() -> None:
         formats.write(transcript, fmt="openhands", counter=COUNTER)
     with pytest.raises(UsageError, match="unknown format"):
         formats.write(transcript, fmt="yaml", counter=COUNTER)
+
+
+def test_converting_into_the_format_read_writes_the_messages_alone() -> None:
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    source = json.dumps({"messages": msgs, "meta": {"k": 1}}, indent=2).encode()
+    transcript = formats.read(source, path="t.json")
+    assert formats.write(transcript, counter=COUNTER) == source
+    assert formats.convert(transcript, "openai", counter=COUNTER) == (
+        b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"yo"}\n'
+    )
+
+
+def test_a_writer_refuses_the_layout_another_format_read() -> None:
+    codex = formats.read(SOURCES[2].read_bytes(), path="x")
+    posing = dataclasses.replace(codex, format="claude-code")
+    with pytest.raises(TypeError, match="'claude-code' transcript carries CodexLayout, not the Cl"):
+        formats.write(posing, counter=COUNTER)
+
+
+def test_a_writer_refuses_a_session_another_format_read() -> None:
+    claude = formats.read(SOURCES[0].read_bytes(), path="x")
+    codex = formats.read(SOURCES[2].read_bytes(), path="x").sessions[0]
+    edited = codex.with_messages(codex.messages[:-1])
+    with pytest.raises(TypeError, match="a session carries CodexContext, not the ClaudeCodeCont"):
+        formats.write(claude.with_sessions([edited]), counter=COUNTER)
 
 
 def test_formats_command_lists_every_adapter() -> None:

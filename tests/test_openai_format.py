@@ -10,6 +10,7 @@ import pytest
 from ctxpack import formats
 from ctxpack.errors import InputError
 from ctxpack.formats.base import ReadOptions
+from ctxpack.formats.openai import OpenAILayout
 from tests.conftest import COUNTER, OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 
 BIG = 2**70
@@ -38,9 +39,11 @@ def test_real_fixtures_round_trip_byte_identical(path: Path) -> None:
 def test_record_files_are_found_without_options() -> None:
     tau = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH))
     assert len(tau.sessions) == 200
-    assert tau.layout["key"] == ("traj",)
+    assert isinstance(tau.layout, OpenAILayout)
+    assert tau.layout.key == ("traj",)
     toolbench = formats.read(TOOLBENCH.read_bytes(), path=str(TOOLBENCH))
-    assert toolbench.layout["key"] == ("answer_generation", "train_messages", -1)
+    assert isinstance(toolbench.layout, OpenAILayout)
+    assert toolbench.layout.key == ("answer_generation", "train_messages", -1)
     assert [m["role"] for m in toolbench.sessions[0].messages][:3] == [
         "system",
         "user",
@@ -100,7 +103,8 @@ def test_json_array_and_messages_object() -> None:
     assert _read(array).sessions[0].messages == msgs
     obj = json.dumps({"messages": msgs, "meta": {"k": 1}}, indent=2).encode()
     transcript = _read(obj)
-    assert transcript.layout["mode"] == "json-record"
+    assert isinstance(transcript.layout, OpenAILayout)
+    assert transcript.layout.mode == "json-record"
     assert transcript.sessions[0].messages == msgs
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
-from ctxpack.formats import jsoncodec
 from ctxpack.formats.anthropic import AnthropicFormat
 from ctxpack.formats.atif import ATIFFormat
 from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions
@@ -90,8 +89,6 @@ def convert(transcript: Transcript, fmt: str, *, counter: TokenCounter) -> bytes
         Session(messages=[portable(msg) for msg in s.messages], label=s.label)
         for s in transcript.sessions
     ]
-    if adapter.name == "openai":
-        return _openai_lines(sessions)
     bare = Transcript(
         adapter.name, sessions, path=transcript.path, last_timestamp=transcript.last_timestamp
     )
@@ -108,12 +105,3 @@ def portable(msg: Message) -> Message:
     if text and "reasoning_content" not in out:
         out["reasoning_content"] = text
     return out
-
-
-def _openai_lines(sessions: list[Session]) -> bytes:
-    """JSONL: one message per line, or one `{"messages": [...]}` record per session."""
-    if len(sessions) == 1:
-        lines = [jsoncodec.dumps(msg) for msg in sessions[0].messages]
-    else:
-        lines = [jsoncodec.dumps({"messages": s.messages}) for s in sessions]
-    return b"".join(line + b"\n" for line in lines)

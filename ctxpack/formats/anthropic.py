@@ -11,14 +11,16 @@ Written back in the same shape; unchanged messages keep their bytes.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_document
+from ctxpack.formats.base import ReadOptions, context_of, layout_of
 from ctxpack.formats.origins import resolve
+from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -30,13 +32,37 @@ _TEXT_RESULT = re.compile(r"\[[^\]\n]+\] Result:")
 Derived = list[tuple[Message, list[int]]]
 
 
+@dataclass(frozen=True)
+class AnthropicLayout:
+    file: RecordLines | RecordDocument
+    # What a document holds: a bare message list (Cline), an array of
+    # records, or one record; None for one record per line.
+    shape: Literal["messages", "records", "record"] | None = None
+
+
+@dataclass
+class AnthropicContext:
+    """Where one session's messages came from."""
+
+    items: list[Any] = field(default_factory=list)  # the Anthropic messages as read
+    # The messages derived from each item, with the indexes of their blocks.
+    units: dict[int, Derived] = field(default_factory=dict)
+    # id(message) -> the index of its item; -1 for the system prompt.
+    where: dict[int, int] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)  # the record holding the items
+    line: int = -1  # the record's line in a JSONL file
+    span: jsonspans.Span | None = None  # the record's bytes in an array of records
+    spans: list[jsonspans.Span] = field(default_factory=list)  # each item's bytes
+    members: dict[str, jsonspans.Span] = field(default_factory=dict)  # one record's members
+
+
 def detect(head: bytes) -> bool:
     if b'"role"' not in head or _OPENAI.search(head):
         return False
     return bool(_BLOCK.search(head)) or (bool(_SYSTEM.search(head)) and b'"messages"' in head)
 
 
-def session_of(items: list[Any], system: Any, *, label: str) -> Session:
+def session_of(items: list[Any], system: Any, *, label: str) -> tuple[Session, AnthropicContext]:
     messages: list[Message] = []
     units: dict[int, Derived] = {}
     where: dict[int, int] = {}
@@ -63,12 +89,15 @@ def session_of(items: list[Any], system: Any, *, label: str) -> Session:
         for msg, _ in derived:
             messages.append(msg)
             where[id(msg)] = index
-    return Session(
-        messages=messages,
-        originals=[(msg, b"") for msg in messages],
-        label=label,
-        context={"items": items, "system": system, "units": units, "where": where},
+    context = AnthropicContext(items=items, units=units, where=where)
+    session = Session(
+        messages=messages, originals=[(msg, b"") for msg in messages], label=label, context=context
     )
+    return session, context
+
+
+def _context(session: Session) -> AnthropicContext:
+    return context_of(session, AnthropicContext) or AnthropicContext()
 
 
 def _text_results(derived: Derived, content: Any, unanswered: list[str]) -> Derived:
@@ -101,34 +130,14 @@ class AnthropicFormat:
         return detect(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        body, lines, nonblank, layout = split_document(data)
-        sessions: list[Session] = []
+        file = open_file(data, path=path)
         skipped = 0
-        if len(nonblank) > 1 and nonblank[0].lstrip().startswith(b"{") and _parses(nonblank[0]):
-            layout.update(mode="jsonl", lines=lines)
-            for number, line in enumerate(lines):
-                if not line.strip():
-                    continue
-                try:
-                    record = jsoncodec.loads(line)
-                    session = _record_session(record, f"line {number + 1}")
-                except (ValueError, jsoncodec.JSONError) as exc:
-                    if not options.skip_invalid:
-                        raise InputError(str(exc), path=path, line=number + 1) from None
-                    skipped += 1
-                    continue
-                session.context.update(record=record, line=number)
-                sessions.append(session)
+        if isinstance(file, RecordLines):
+            layout = AnthropicLayout(file)
+            sessions, skipped = file.read(_line_session, path=path, options=options)
         else:
             try:
-                doc = jsoncodec.loads(body)
-            except jsoncodec.JSONError as exc:
-                raise InputError(str(exc), path=path, line=exc.line) from None
-            start = jsonspans.skip_ws(body, 0)
-            style = jsonspans.detect_style(body)
-            layout.update(body=body, start=start, style=style)
-            try:
-                sessions = self._document(doc, body, start, layout)
+                layout, sessions = self._document(*file)
             except ValueError as exc:
                 raise InputError(str(exc), path=path) from None
         return Transcript(
@@ -141,95 +150,87 @@ class AnthropicFormat:
             last_timestamp=_last_ts(sessions) or None,
         )
 
-    def _document(self, doc: Any, body: bytes, start: int, layout: dict[str, Any]) -> list[Session]:
+    def _document(
+        self, document: RecordDocument, doc: Any
+    ) -> tuple[AnthropicLayout, list[Session]]:
+        body, start = document.body, document.start
         if isinstance(doc, list) and all(isinstance(x, dict) and "role" in x for x in doc):
-            layout["mode"] = "messages"
-            session = session_of(doc, None, label="")
-            session.context["spans"] = jsonspans.array_items(body, start)
-            return [session]
+            session, context = session_of(doc, None, label="")
+            context.spans = jsonspans.array_items(body, start)
+            return AnthropicLayout(document, "messages"), [session]
         if isinstance(doc, list):
-            layout["mode"] = "records"
             spans = jsonspans.array_items(body, start)
             sessions = []
             for number, record in enumerate(doc):
-                session = _record_session(record, f"#{number}")
-                session.context.update(record=record, span=spans[number])
+                session, context = _record_session(record, f"#{number}")
+                context.span = spans[number]
                 sessions.append(session)
-            return sessions
-        layout["mode"] = "record"
-        session = _record_session(doc, "")
-        members = jsonspans.object_members(body, start)
-        session.context.update(record=doc, members=members)
-        messages_span = members["messages"]
-        session.context["spans"] = jsonspans.array_items(body, messages_span[0])
-        return [session]
+            return AnthropicLayout(document, "records"), sessions
+        session, context = _record_session(doc, "")
+        context.members = jsonspans.object_members(body, start)
+        context.spans = jsonspans.array_items(body, context.members["messages"][0])
+        return AnthropicLayout(document, "record"), [session]
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        layout = transcript.layout
-        mode = layout.get("mode")
-        if transcript.unchanged() and mode is not None:
-            return transcript.raw
-        if mode is None:
+        layout = layout_of(transcript, AnthropicLayout)
+        if layout is None:
             records = [_record(s, {}) for s in transcript.sessions]
             return b"".join(jsoncodec.dumps(r) + b"\n" for r in records)
-        bom = BOM if layout["bom"] else b""
-        if mode == "jsonl":
-            lines = list(layout["lines"])
+        if transcript.unchanged():
+            return transcript.raw
+        file = layout.file
+        if isinstance(file, RecordLines):
+            changed = [(s, _context(s)) for s in transcript.sessions if not s.unchanged()]
+            return file.write({c.line: _record(s, c.record) for s, c in changed})
+        root = file.root()
+        if layout.shape == "messages":
+            text = _render_messages(transcript.sessions[0], file, root, level=1)
+            return file.splice([(root, text)])
+        if layout.shape == "records":
+            items = []
             for s in transcript.sessions:
-                if not s.unchanged():
-                    old = lines[s.context["line"]]
-                    new = jsonspans.detect_style(old).dumps(_record(s, s.context["record"]))
-                    lines[s.context["line"]] = new + (b"\r" if old.endswith(b"\r") else b"")
-            return bom + join_lines(lines, final_newline=layout["final_newline"])
-        body: bytes = layout["body"]
-        style: jsonspans.Style = layout["style"]
-        root = (layout["start"], jsonspans.value_end(body, layout["start"]))
-        if mode == "messages":
-            text = _render_messages(transcript.sessions[0], body, root, style, level=1)
-            return bom + jsonspans.splice(body, [(root, text)])
-        if mode == "records":
-            items = [
-                body[s.context["span"][0] : s.context["span"][1]]
-                if s.unchanged()
-                else style.dumps(_record(s, s.context["record"]), level=1)
-                for s in transcript.sessions
-            ]
-            text = jsonspans.render_array(body, root, items, style=style, level=1)
-            return bom + jsonspans.splice(body, [(root, text)])
+                context = _context(s)
+                if s.unchanged() and context.span is not None:
+                    items.append(file.body[context.span[0] : context.span[1]])
+                else:
+                    items.append(file.style.dumps(_record(s, context.record), level=1))
+            text = jsonspans.render_array(file.body, root, items, style=file.style, level=1)
+            return file.splice([(root, text)])
         session = transcript.sessions[0]
-        record = _record(session, session.context["record"])
-        members = session.context["members"]
-        if record.get("system") != session.context["record"].get("system"):
+        context = _context(session)
+        record = _record(session, context.record)
+        members = context.members
+        if record.get("system") != context.record.get("system"):
             if "system" not in members:
-                return bom + jsonspans.splice(body, [(root, style.dumps(record))])
-            system = style.dumps(record["system"], level=1)
+                return file.splice([(root, file.style.dumps(record))])
+            system = file.style.dumps(record["system"], level=1)
             edits = [(members["system"], system)]
         else:
             edits = []
         span = members["messages"]
-        edits.append((span, _render_messages(session, body, span, style, level=2)))
-        return bom + jsonspans.splice(body, edits)
+        edits.append((span, _render_messages(session, file, span, level=2)))
+        return file.splice(edits)
 
 
-def _record_session(record: Any, label: str) -> Session:
+def _line_session(record: Any, number: int) -> Session:
+    return _record_session(record, f"line {number + 1}", line=number)[0]
+
+
+def _record_session(record: Any, label: str, *, line: int = -1) -> tuple[Session, AnthropicContext]:
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         raise ValueError("record has no messages list")
-    return session_of(record["messages"], record.get("system"), label=label)
-
-
-def _parses(line: bytes) -> bool:
-    try:
-        return isinstance(jsoncodec.loads(line), dict)
-    except jsoncodec.JSONError:
-        return False
+    session, context = session_of(record["messages"], record.get("system"), label=label)
+    context.record, context.line = record, line
+    return session, context
 
 
 def _render_messages(
-    session: Session, body: bytes, span: tuple[int, int], style: jsonspans.Style, *, level: int
+    session: Session, file: RecordDocument, span: jsonspans.Span, *, level: int
 ) -> bytes:
-    spans: list[tuple[int, int]] = session.context.get("spans", [])
-    items = session.context.get("items", [])
-    by_identity = {id(item): spans[i] for i, item in enumerate(items) if i < len(spans)}
+    context = _context(session)
+    body, style = file.body, file.style
+    spans = context.spans
+    by_identity = {id(item): spans[i] for i, item in enumerate(context.items) if i < len(spans)}
     out = []
     for item in messages_of(session):
         known = by_identity.get(id(item))
@@ -246,12 +247,12 @@ def _record(session: Session, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _system_of(session: Session) -> Any:
-    where: dict[int, int] = session.context.get("where", {})
+    context = _context(session)
     for msg, orig in zip(session.messages, resolve(session).origin, strict=True):
         if m.role(msg) != "system":
             continue
-        if orig is not None and where.get(id(orig)) == -1 and msg is orig:
-            return session.context.get("record", {}).get("system")
+        if orig is not None and context.where.get(id(orig)) == -1 and msg is orig:
+            return context.record.get("system")
         content = msg.get("content")
         return content if isinstance(content, str) else blocks.content_to_blocks(content)
     return None
@@ -259,9 +260,8 @@ def _system_of(session: Session) -> Any:
 
 def messages_of(session: Session) -> list[Any]:
     """The Anthropic message list for the session's current messages."""
-    items: list[Any] = session.context.get("items", [])
-    units: dict[int, Derived] = session.context.get("units", {})
-    where: dict[int, int] = session.context.get("where", {})
+    context = _context(session)
+    items, units, where = context.items, context.units, context.where
     res = resolve(session)
     out: list[Any] = []
     done: set[int] = set()
@@ -329,7 +329,7 @@ def _only_results(item: dict[str, Any]) -> bool:
 def _last_ts(sessions: list[Session]) -> str | None:
     if not sessions:
         return None
-    for item in reversed(sessions[-1].context.get("items", [])):
+    for item in reversed(_context(sessions[-1]).items):
         ts = item.get("ts") if isinstance(item, dict) else None
         if isinstance(ts, int | float) and not isinstance(ts, bool):
             return datetime.fromtimestamp(ts / 1000, tz=UTC).isoformat().replace("+00:00", "Z")

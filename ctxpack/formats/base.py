@@ -5,12 +5,13 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, overload
+from typing import Protocol, TypeVar, overload
 
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.transcript import RawLine, Transcript
+from ctxpack.transcript import RawLine, Session, Transcript
 
 BOM = b"\xef\xbb\xbf"
+State = TypeVar("State")
 
 
 @dataclass(frozen=True)
@@ -96,16 +97,29 @@ def is_blank(line: bytes | memoryview) -> bool:
     return not line or (line[0] in _SPACE and not bytes(line).strip())
 
 
-def split_document(data: bytes) -> tuple[bytes, list[bytes], list[bytes], dict[str, Any]]:
-    """(body without the BOM, its lines, the lines with content, the layout that
-    writes the same bytes back: BOM and final newline)."""
-    bom = data.startswith(BOM)
-    body = data[len(BOM) :] if bom else data
-    lines, final_newline = split_lines(body)
-    nonblank = [line for line in lines if line.strip()]
-    return body, lines, nonblank, {"bom": bom, "final_newline": final_newline}
-
-
 def join_lines(lines: Sequence[RawLine], *, final_newline: bool) -> bytes:
     out = b"\n".join(lines)
     return out + b"\n" if final_newline and lines else out
+
+
+def layout_of(transcript: Transcript, kind: type[State]) -> State | None:
+    """The transcript's layout as the adapter owning `kind` recorded it; None
+    for a transcript built from messages alone."""
+    return _owned(transcript.layout, kind, f"a {transcript.format!r} transcript")
+
+
+def context_of(session: Session, kind: type[State]) -> State | None:
+    """The session's context as the adapter owning `kind` recorded it; None
+    for a session built from messages alone."""
+    return _owned(session.context, kind, "a session")
+
+
+def _owned(state: object | None, kind: type[State], holder: str) -> State | None:
+    if state is None or isinstance(state, kind):
+        return state
+    # Only the adapter that read a transcript can interpret its state; a writer
+    # of another format must be reached through `convert`, which drops it.
+    raise TypeError(
+        f"internal error: {holder} carries {type(state).__name__}, "
+        f"not the {kind.__name__} its writer reads"
+    )

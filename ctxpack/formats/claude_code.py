@@ -16,10 +16,11 @@ written back where they were.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack.formats import blocks, jsonl
-from ctxpack.formats.base import ReadOptions
+from ctxpack.formats.base import ReadOptions, context_of, layout_of
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -29,6 +30,30 @@ _DETECT = re.compile(
     rb'"(parentUuid|leafUuid)"\s*:|^\{\s*"type"\s*:\s*"(file-history-snapshot|queue-operation|'
     rb'permission-mode|last-prompt|ai-title)"'
 )
+
+
+@dataclass(frozen=True)
+class ClaudeCodeLayout:
+    """The log's lines as read (a `claude-stream-json` log's too): the writer
+    edits them in place."""
+
+    doc: jsonl.Lines
+
+
+# The messages of one user line, each with the indexes of its content blocks.
+Derived = list[tuple[Message, list[int]]]
+
+
+@dataclass(frozen=True)
+class ClaudeCodeContext:
+    """Where one conversation's messages came from in the log."""
+
+    # Its line indexes, root first.
+    chain: list[int] = field(default_factory=list)
+    # The messages derived from each user line, by line index.
+    units: dict[int, Derived] = field(default_factory=dict)
+    # id(message) -> ("user" or "assistant", the lines it was read from).
+    where: dict[int, tuple[str, list[int]]] = field(default_factory=dict)
 
 
 def detect(head: bytes) -> bool:
@@ -141,7 +166,7 @@ def session_of(doc: jsonl.Lines, chain: list[int], label: str) -> Session:
     """The messages of one chain plus the source tables the writer needs."""
     slots: list[Any] = []  # a Message, or the message.id of an assistant group
     groups: dict[str, list[int]] = {}
-    units: dict[int, list[tuple[Message, list[int]]]] = {}
+    units: dict[int, Derived] = {}
     where: dict[int, tuple[str, list[int]]] = {}
     for index in chain:
         obj = line(doc, index)
@@ -169,12 +194,11 @@ def session_of(doc: jsonl.Lines, chain: list[int], label: str) -> Session:
             messages.append(msg)
         else:
             messages.append(slot)
-    context = {"chain": chain, "units": units, "where": where}
     return Session(
         messages=messages,
         originals=[(msg, b"") for msg in messages],
         label=label,
-        context=context,
+        context=ClaudeCodeContext(chain=chain, units=units, where=where),
     )
 
 
@@ -200,14 +224,15 @@ def chain_transcript(
     name: str, doc: jsonl.Lines, sessions: list[Session], *, path: str, data: bytes
 ) -> Transcript:
     """The transcript of a log whose sessions are chains of its lines."""
-    chain = sessions[0].context["chain"] if sessions else []
+    first = context_of(sessions[0], ClaudeCodeContext) if sessions else None
+    chain = first.chain if first else []
     return Transcript(
         name,
         sessions,
         path=path,
         raw=data,
         skipped_lines=doc.skipped,
-        layout={"doc": doc},
+        layout=ClaudeCodeLayout(doc),
         last_timestamp=(last_timestamp(doc, chain) or None) if chain else None,
     )
 
@@ -231,6 +256,6 @@ class ClaudeCodeFormat:
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.claude_code_write import write
 
-        if transcript.unchanged() and "doc" in transcript.layout:
+        if transcript.unchanged() and layout_of(transcript, ClaudeCodeLayout) is not None:
             return transcript.raw
         return write(transcript, counter=counter)

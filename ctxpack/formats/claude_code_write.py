@@ -22,21 +22,26 @@ it replaces (ctxpack's archive keeps the original bytes):
 
 Without a new summary, tail lines a stage removed (stripped calls, orphan
 results) are deleted so no stale leaf can hide the new one, and everything
-else stays byte for byte. New uuids derive from the chain's root and what a
-line is for (the boundary, a copy of line X, a new turn with this content),
-so an edit gets the same uuid whether one run writes it or an earlier one did.
+else stays byte for byte. New lines get stable uuids (`claude_code_ids`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import blocks, jsoncodec, jsonl
-from ctxpack.formats.claude_code import history_behind, line, passengers
+from ctxpack.formats.base import context_of, layout_of
+from ctxpack.formats.claude_code import (
+    ClaudeCodeContext,
+    ClaudeCodeLayout,
+    history_behind,
+    line,
+    passengers,
+)
+from ctxpack.formats.claude_code_ids import LineIds
 from ctxpack.formats.origins import first_new_summary, pairs
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -52,7 +57,6 @@ ENVELOPE = (
     "agentId",
     "entrypoint",
 )
-NAMESPACE = uuid.UUID("6f1c3c2e-52a4-4c8e-9a63-2f0d0c6b7a11")
 EPOCH = "1970-01-01T00:00:00.000Z"
 SYNTHETIC_MODEL = "<synthetic>"
 
@@ -69,12 +73,11 @@ class Slot:
 def write(
     transcript: Transcript, *, counter: TokenCounter, writer: type[SessionWriter] | None = None
 ) -> bytes:
-    doc = transcript.layout.get("doc")
-    if not isinstance(doc, jsonl.Lines):
-        doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
+    layout = layout_of(transcript, ClaudeCodeLayout)
+    doc = layout.doc if layout else jsonl.Lines.empty()
     edits = jsonl.Edits()
     for number, session in enumerate(transcript.sessions):
-        if "chain" in session.context and session.unchanged():
+        if session.unchanged() and context_of(session, ClaudeCodeContext) is not None:
             continue
         make = writer or SessionWriter
         make(doc, session, number, transcript.last_timestamp or EPOCH, counter).run(edits)
@@ -87,24 +90,15 @@ class SessionWriter:
     def __init__(
         self, doc: jsonl.Lines, session: Session, number: int, stamp: str, counter: TokenCounter
     ) -> None:
-        ctx = session.context
+        ctx = context_of(session, ClaudeCodeContext) or ClaudeCodeContext()
         self.doc = doc
         self.counter = counter
         self.session = session
-        self.chain: list[int] = ctx.get("chain", [])
-        self.units: dict[int, list[tuple[Message, list[int]]]] = ctx.get("units", {})
-        self.where: dict[int, tuple[str, list[int]]] = ctx.get("where", {})
-        # New uuids derive from the chain's root and what each line is for, so
-        # an edit gets the same uuid whether this run or an earlier one wrote it.
-        root = line(doc, self.chain[0]).get("uuid") if self.chain else None
-        root = root if isinstance(root, str) else f"line-{self.chain[0] if self.chain else 0}"
-        self.seed = f"{root}/{number}"
+        self.chain = ctx.chain
+        self.units = ctx.units
+        self.where = ctx.where
+        self.ids = LineIds(doc, self.chain, number)
         self.seen: dict[str, int] = {}
-        self.taken = {
-            str(obj["uuid"])
-            for obj in doc.objs
-            if obj is not None and isinstance(obj.get("uuid"), str)
-        }
         self.stamp = stamp
         self.state: dict[int, Obj | None] = {}
         self.plans: dict[int, list[Emission]] = {}
@@ -113,15 +107,6 @@ class SessionWriter:
         # the first kept tail line (set once the cut is known).
         self.last_ref: Obj = line(doc, self.chain[-1]) if self.chain else {}
         self.env_ref = self.last_ref
-
-    def new_uuid(self, key: str) -> str:
-        fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{key}"))
-        bump = 0
-        while fresh in self.taken:
-            bump += 1
-            fresh = str(uuid.uuid5(NAMESPACE, f"{self.seed}/{key}/{bump}"))
-        self.taken.add(fresh)
-        return fresh
 
     def run(self, edits: jsonl.Edits) -> None:
         items = pairs(self.session)
@@ -237,7 +222,7 @@ class SessionWriter:
     def _envelope(self, ref: Obj) -> Obj:
         env = {k: ref[k] for k in ENVELOPE if k in ref}
         env.setdefault("isSidechain", False)
-        env.setdefault("sessionId", str(uuid.uuid5(NAMESPACE, self.seed)))
+        env.setdefault("sessionId", str(self.ids.derived()))
         return env
 
     def _timestamp(self, ref: Obj) -> str:
@@ -251,7 +236,7 @@ class SessionWriter:
             "type": "user",
             "message": {"role": "user", "content": content},
             **extra,
-            "uuid": self.new_uuid(key),
+            "uuid": self.ids.new(key),
             "timestamp": self._timestamp(ref),
         }
 
@@ -260,7 +245,7 @@ class SessionWriter:
         if role == "tool":
             return [self._user([blocks.result_block(None, msg)], key=key, ref=ref)]
         if role == "assistant":
-            message_id = f"msg_ctxpack_{uuid.uuid5(NAMESPACE, f'{self.seed}/{key}').hex}"
+            message_id = f"msg_ctxpack_{self.ids.derived(key).hex}"
             out = []
             for k, (_, block) in enumerate(blocks.assistant_blocks([], None, msg)):
                 body = {
@@ -284,22 +269,22 @@ class SessionWriter:
             **self._envelope(ref),
             "message": body,
             "type": "assistant",
-            "uuid": self.new_uuid(key),
+            "uuid": self.ids.new(key),
             "timestamp": self._timestamp(ref),
         }
 
     def _copy(self, obj: Obj) -> Obj:
         """A kept head line repeated after the summary, under a fresh uuid."""
-        return {**obj, "uuid": self.new_uuid(f"copy/{obj.get('uuid')}")}
+        return {**obj, "uuid": self.ids.new(f"copy/{obj.get('uuid')}")}
 
     def _clone(self, index: int, content: list[Any], *, key: str) -> Obj:
         obj = line(self.doc, index)
-        fresh = self.new_uuid(f"clone/{key}")
+        fresh = self.ids.new(f"clone/{key}")
         return {**obj, "message": {**obj["message"], "content": content}, "uuid": fresh}
 
     def _markers(self, summary: Message) -> list[Slot]:
         ref = self.env_ref
-        boundary_id = self.new_uuid("boundary")
+        boundary_id = self.ids.new("boundary")
         boundary = {
             "parentUuid": None,
             # The lines before the boundary leave the file (the archive keeps

@@ -23,8 +23,8 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import jsonl
-from ctxpack.formats.base import ReadOptions
-from ctxpack.formats.claude_code import chain_transcript, line, session_of
+from ctxpack.formats.base import ReadOptions, layout_of
+from ctxpack.formats.claude_code import ClaudeCodeLayout, chain_transcript, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -102,7 +102,7 @@ class StreamWriter(SessionWriter):
         out: Obj = {"type": kind, "message": body, "parent_tool_use_id": None}
         if self.session_id:
             out["session_id"] = self.session_id
-        out["uuid"] = self.new_uuid(key)
+        out["uuid"] = self.ids.new(key)
         return out
 
     def _user(self, content: Any, *, key: str, ref: Obj, **extra: Any) -> Obj:
@@ -114,12 +114,12 @@ class StreamWriter(SessionWriter):
     def _copy(self, obj: Obj) -> Obj:
         if "uuid" not in obj:
             return dict(obj)
-        return {**obj, "uuid": self.new_uuid(f"copy/{obj['uuid']}")}
+        return {**obj, "uuid": self.ids.new(f"copy/{obj['uuid']}")}
 
     def _clone(self, index: int, content: list[Any], *, key: str) -> Obj:
         obj = line(self.doc, index)
         out = {**obj, "message": {**obj["message"], "content": content}}
-        return {**out, "uuid": self.new_uuid(f"clone/{key}")} if "uuid" in out else out
+        return {**out, "uuid": self.ids.new(f"clone/{key}")} if "uuid" in out else out
 
     def _link(self, seq: list[Slot], *, compacted: bool) -> None:
         return
@@ -142,7 +142,7 @@ class StreamWriter(SessionWriter):
             body: Obj = {
                 "subtype": "compact_boundary",
                 "compact_metadata": meta,
-                "uuid": self.new_uuid("boundary"),
+                "uuid": self.ids.new("boundary"),
             }
             if self.session_id:
                 body["session_id"] = self.session_id
@@ -151,7 +151,7 @@ class StreamWriter(SessionWriter):
             boundary = {"type": "system", "subtype": "compact_boundary", "compact_metadata": meta}
             if self.session_id:
                 boundary["session_id"] = self.session_id
-            boundary["uuid"] = self.new_uuid("boundary")
+            boundary["uuid"] = self.ids.new("boundary")
         text = [{"type": "text", "text": m.text(summary)}]
         note = self._user(text, key="summary", ref=ref)
         return [Slot(boundary, None), Slot(note, None)]
@@ -174,6 +174,6 @@ class ClaudeStreamFormat:
         return chain_transcript(self.name, doc, sessions, path=path, data=data)
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        if transcript.unchanged() and "doc" in transcript.layout:
+        if transcript.unchanged() and layout_of(transcript, ClaudeCodeLayout) is not None:
             return transcript.raw
         return write(transcript, counter=counter, writer=StreamWriter)

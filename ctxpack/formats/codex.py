@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
-from ctxpack.formats.base import ReadOptions
+from ctxpack.formats.base import ReadOptions, layout_of
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -50,6 +50,24 @@ Loc = tuple[int, int | None]
 class Source:
     kind: str  # "meta", "item", "group", "compacted"
     locs: list[Loc]
+
+
+@dataclass(frozen=True)
+class CodexLayout:
+    """The rollout's lines as read: the writer edits them in place."""
+
+    doc: jsonl.Lines
+
+
+@dataclass(frozen=True)
+class CodexContext:
+    """Where the session's messages came from in the rollout."""
+
+    where: dict[int, Source] = field(default_factory=dict)  # by id(message)
+    # The `exec_command_end` event lines that repeat each call's output.
+    mirrors: dict[str, list[int]] = field(default_factory=dict)
+    # The line of the last `compacted` entry; -1 when there is none.
+    compacted_at: int = -1
 
 
 def detect(head: bytes) -> bool:
@@ -211,7 +229,7 @@ class _Builder:
         self.last_line = index
 
 
-def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any], str | None]:
+def read_doc(doc: jsonl.Lines) -> tuple[Session, str | None]:
     builder = _Builder(doc)
     mirrors: dict[str, list[int]] = {}
     compacted_at = -1
@@ -236,10 +254,10 @@ def read_doc(doc: jsonl.Lines) -> tuple[Session, dict[str, Any], str | None]:
     session = Session(
         messages=messages,
         originals=[(msg, b"") for msg in messages],
-        context={"where": builder.where, "mirrors": mirrors, "compacted_at": compacted_at},
+        context=CodexContext(where=builder.where, mirrors=mirrors, compacted_at=compacted_at),
     )
     stamp = (doc.objs[builder.last_line] or {}).get("timestamp") if builder.last_line >= 0 else None
-    return session, {"doc": doc}, stamp if isinstance(stamp, str) else None
+    return session, stamp if isinstance(stamp, str) else None
 
 
 class CodexFormat:
@@ -252,20 +270,20 @@ class CodexFormat:
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)
-        session, layout, stamp = read_doc(doc)
+        session, stamp = read_doc(doc)
         return Transcript(
             self.name,
             [session],
             path=path,
             raw=data,
             skipped_lines=doc.skipped,
-            layout=layout,
+            layout=CodexLayout(doc),
             last_timestamp=stamp,
         )
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.codex_write import write
 
-        if transcript.unchanged() and "doc" in transcript.layout:
+        if transcript.unchanged() and layout_of(transcript, CodexLayout) is not None:
             return transcript.raw
         return write(transcript)

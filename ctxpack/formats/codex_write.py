@@ -25,7 +25,8 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.errors import UsageError
 from ctxpack.formats import jsonl
-from ctxpack.formats.codex import CALL_TYPES, Loc, Source, payload_at
+from ctxpack.formats.base import context_of, layout_of
+from ctxpack.formats.codex import CALL_TYPES, CodexContext, CodexLayout, Loc, Source, payload_at
 from ctxpack.formats.codex_items import (
     call_item,
     edited_call,
@@ -50,9 +51,8 @@ Entry = tuple[Loc | None, Payload | None]
 
 
 def write(transcript: Transcript) -> bytes:
-    doc = transcript.layout.get("doc")
-    if not isinstance(doc, jsonl.Lines):
-        doc = jsonl.Lines(raw=[], objs=[], final_newline=True, bom=False)
+    layout = layout_of(transcript, CodexLayout)
+    doc = layout.doc if layout else jsonl.Lines.empty()
     if len(transcript.sessions) != 1:
         raise UsageError("a Codex rollout holds one session; convert one session at a time")
     stamp = transcript.last_timestamp
@@ -65,9 +65,10 @@ class _Writer:
     def __init__(self, doc: jsonl.Lines, session: Session, stamp: str) -> None:
         self.doc = doc
         self.session = session
-        self.where: dict[int, Source] = session.context.get("where", {})
-        self.mirrors: dict[str, list[int]] = session.context.get("mirrors", {})
-        self.compacted_at: int = session.context.get("compacted_at", -1)
+        ctx = context_of(session, CodexContext) or CodexContext()
+        self.where = ctx.where
+        self.mirrors = ctx.mirrors
+        self.compacted_at = ctx.compacted_at
         self.stamp = stamp
 
     def kind(self, orig: Message | None) -> str:

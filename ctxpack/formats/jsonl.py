@@ -21,6 +21,11 @@ class Lines:
     bom: bool
     skipped: int = 0
 
+    @classmethod
+    def empty(cls) -> Lines:
+        """The file a transcript built from messages alone is written into."""
+        return cls(raw=[], objs=[], final_newline=True, bom=False)
+
 
 def parse(data: bytes, *, path: str, options: ReadOptions) -> Lines:
     bom = data.startswith(BOM)

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from ctxpack.errors import CtxpackError, InputError, UsageError
+from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec, keypath
-from ctxpack.formats.base import BOM, LineViews, ReadOptions, is_blank, join_lines
+from ctxpack.formats.base import (
+    BOM,
+    LineViews,
+    ReadOptions,
+    is_blank,
+)
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, RawLine, Session, Transcript
 
@@ -21,6 +28,32 @@ _JSON_TYPES = {
     dict: "an object",
     type(None): "null",
 }
+
+
+@dataclass(frozen=True)
+class OpenAILayout:
+    # One message per line, one record per line, or one JSON document: a
+    # message array, an array of records, or one record.
+    mode: Literal["jsonl-messages", "jsonl-records", "json-messages", "json-records", "json-record"]
+    bom: bool
+    final_newline: bool
+    cr: bool  # lines end in CRLF
+    indent: bool = False  # the document is pretty-printed
+    key: keypath.KeyPath | None = None  # where each record holds its messages
+    # Each line of a record file: kept as it is (blank, invalid), or the
+    # index of the session read from it.
+    entries: list[RawLine | int] = field(default_factory=list)
+    # Read for counting only: no bytes were kept to write it back with.
+    bytes_dropped: bool = False
+
+
+@dataclass(frozen=True)
+class OpenAIContext:
+    # Blank or invalid lines (list items in a document) set aside, by the
+    # index of the message that followed them.
+    junk: dict[int, list[Any]] = field(default_factory=dict)
+    record: Any = None  # the record holding the messages
+    raw_line: RawLine = b""  # that record's line, in a record file
 
 
 def json_type(value: Any) -> str:
@@ -63,17 +96,19 @@ class OpenAIFormat:
         bom = data.startswith(BOM)
         body = data[len(BOM) :] if bom else data
         explicit = _explicit_path(options.messages_key)
-        layout: dict[str, Any] = {"bom": bom}
         # Lines are views into the input: the messages keep their exact bytes
         # for writing back without a second copy of the file.
         lines = LineViews(body)
-        layout["final_newline"] = lines.final_newline
-        layout["cr"] = bool(lines) and bytes(lines[0][-1:]) == b"\r"
+        layout = OpenAILayout(
+            mode="jsonl-messages",
+            bom=bom,
+            final_newline=lines.final_newline,
+            cr=bool(lines) and bytes(lines[0][-1:]) == b"\r",
+        )
         # The first two lines with content are all the layout depends on.
         nonblank = list(itertools.islice((line for line in lines if not is_blank(line)), 2))
         if not nonblank:
-            layout["mode"] = "jsonl-messages"
-            session = Session(messages=[], context={"junk": {0: list(lines)}})
+            session = Session(messages=[], context=OpenAIContext(junk={0: list(lines)}))
             return Transcript(self.name, [session], path=path, raw=data, layout=layout)
         first = bytes(nonblank[0][:64]).lstrip()[:1] or bytes(nonblank[0]).lstrip()[:1]
         # One object per line (a single line is JSONL too); a multi-line
@@ -99,16 +134,16 @@ class OpenAIFormat:
         path: str,
         options: ReadOptions,
         explicit: keypath.KeyPath | None,
-        layout: dict[str, Any],
+        layout: OpenAILayout,
     ) -> Transcript:
         messages_mode: bool | None = None
         key: keypath.KeyPath | None = None
         originals: list[tuple[Message, RawLine]] = []
-        junk: dict[int, list[RawLine]] = {}
+        junk: dict[int, list[Any]] = {}
         sessions: list[Session] = []
         plain = not jsoncodec.has_long_digits(data)
         keep = options.keep_bytes
-        entries: list[tuple[str, Any]] = []
+        entries: list[RawLine | int] = []
         skipped = 0
         last = len(lines) - 1
         for index, line in enumerate(lines):
@@ -117,13 +152,12 @@ class OpenAIFormat:
             raw: RawLine = line if keep else b""
             if is_blank(line):
                 junk.setdefault(len(originals), []).append(raw)
-                entries.append(("raw", raw))
+                entries.append(raw)
                 continue
             try:
                 obj = jsoncodec.loads(line, no_long_digits=plain)
                 if messages_mode is None:
                     messages_mode = explicit is None and isinstance(obj, dict) and "role" in obj
-                    layout["mode"] = "jsonl-messages" if messages_mode else "jsonl-records"
                 if messages_mode:
                     problem = validate_message(obj)
                     if problem:
@@ -132,40 +166,36 @@ class OpenAIFormat:
                 else:
                     key = key or _record_path(obj, explicit, path, lineno)
                     sessions.append(_record_session(obj, key, path, lineno, raw_line=raw))
-                    entries.append(("session", len(sessions) - 1))
+                    entries.append(len(sessions) - 1)
             except (jsoncodec.JSONError, InputError) as exc:
                 if not options.skip_invalid:
                     reason = exc.message if isinstance(exc, InputError) else str(exc)
                     if (
                         index == last
-                        and not layout["final_newline"]
+                        and not layout.final_newline
                         and not isinstance(exc, InputError)
                     ):
                         reason += " (the last line looks truncated)"
                     raise InputError(reason, path=path, line=lineno) from None
                 skipped += 1
                 junk.setdefault(len(originals), []).append(raw)
-                entries.append(("raw", raw))
+                entries.append(raw)
         if messages_mode or messages_mode is None:
-            layout["mode"] = "jsonl-messages"
             session = Session(
                 messages=[msg for msg, _ in originals],
                 originals=originals,
-                context={"junk": junk},
+                context=OpenAIContext(junk=junk),
             )
             sessions = [session]
         else:
-            layout["entries"] = entries
-            layout["key"] = key
-        if not keep:
-            layout["bytes_dropped"] = True
+            layout = dataclasses.replace(layout, mode="jsonl-records", entries=entries, key=key)
         return Transcript(
             self.name,
             sessions,
             path=path,
             raw=data if keep else b"",
             skipped_lines=skipped,
-            layout=layout,
+            layout=dataclasses.replace(layout, bytes_dropped=not keep),
         )
 
     def _read_document(
@@ -175,63 +205,30 @@ class OpenAIFormat:
         path: str,
         options: ReadOptions,
         explicit: keypath.KeyPath | None,
-        layout: dict[str, Any],
+        layout: OpenAILayout,
     ) -> Transcript:
-        layout["indent"] = b"\n " in data[:4096]
+        indent = b"\n " in data[:4096]
         if isinstance(doc, list) and explicit is None and (not doc or _looks_like_message(doc[0])):
-            layout["mode"] = "json-messages"
+            layout = dataclasses.replace(layout, mode="json-messages", indent=indent)
             session, skipped = _message_list_session(doc, path, options, label="")
             return Transcript(
                 self.name, [session], path=path, raw=data, skipped_lines=skipped, layout=layout
             )
         records = doc if isinstance(doc, list) else [doc]
-        layout["mode"] = "json-records" if isinstance(doc, list) else "json-record"
         key = _record_path(records[0], explicit, path, 1) if records else ("messages",)
-        layout["key"] = key
+        mode: Literal["json-records", "json-record"] = (
+            "json-records" if isinstance(doc, list) else "json-record"
+        )
+        layout = dataclasses.replace(layout, mode=mode, indent=indent, key=key)
         sessions = []
         for number, record in enumerate(records):
             sessions.append(_record_session(record, key, path, None, label=f"#{number}"))
         return Transcript(self.name, sessions, path=path, raw=data, layout=layout)
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        layout = transcript.layout
-        mode = layout["mode"]
-        if layout.get("bytes_dropped"):
-            raise CtxpackError("this transcript was read for counting only and cannot be written")
-        if transcript.unchanged():
-            return transcript.raw
-        if mode == "jsonl-messages":
-            body = join_lines(
-                _jsonl_message_lines(transcript.sessions[0], cr=layout["cr"]),
-                final_newline=layout["final_newline"] or bool(transcript.sessions[0].messages),
-            )
-        elif mode == "jsonl-records":
-            out: list[RawLine] = []
-            for kind, value in layout["entries"]:
-                if kind == "raw":
-                    out.append(value)
-                else:
-                    out.append(
-                        _record_line(transcript.sessions[value], layout["key"], layout["cr"])
-                    )
-            body = join_lines(out, final_newline=layout["final_newline"])
-        else:
-            body = self._write_document(transcript) + (b"\n" if layout["final_newline"] else b"")
-        return (BOM if layout["bom"] else b"") + body
+        from ctxpack.formats.openai_write import write
 
-    def _write_document(self, transcript: Transcript) -> bytes:
-        layout = transcript.layout
-        indent = bool(layout.get("indent"))
-        if layout["mode"] == "json-messages":
-            return jsoncodec.dumps(_spliced(transcript.sessions[0]), indent=indent)
-        records = [
-            s.context["record"]
-            if s.unchanged()
-            else keypath.replace(s.context["record"], layout["key"], _spliced(s))
-            for s in transcript.sessions
-        ]
-        doc: Any = records if layout["mode"] == "json-records" else records[0]
-        return jsoncodec.dumps(doc, indent=indent)
+        return write(transcript)
 
 
 def _explicit_path(text: str | None) -> keypath.KeyPath | None:
@@ -294,7 +291,7 @@ def _record_session(
         messages=list(messages),
         originals=[(msg, b"") for msg in messages],
         label=label or (f"line {line}" if line else ""),
-        context={"record": record, "raw_line": raw_line},
+        context=OpenAIContext(record=record, raw_line=raw_line),
     )
 
 
@@ -317,55 +314,6 @@ def _message_list_session(
         messages=[msg for msg, _ in originals],
         originals=originals,
         label=label,
-        context={"junk": junk},
+        context=OpenAIContext(junk=junk),
     )
     return session, skipped
-
-
-def _interleave(session: Session) -> list[tuple[bool, Any]]:
-    """Output messages with the kept-aside items (blank/invalid lines) put back.
-
-    Each kept-aside item sits before the original message that followed it; it
-    is emitted just before that message, or before the next survivor if that
-    message was removed, so nothing is lost and order is kept.
-    """
-    junk: dict[int, list[Any]] = session.context.get("junk", {})
-    pending = sorted(junk)
-    index_of = {id(msg): i for i, (msg, _) in enumerate(session.originals)}
-    out: list[tuple[bool, Any]] = []
-    cursor = 0
-    for msg in session.messages:
-        i = index_of.get(id(msg))
-        if i is not None and session.originals[i][0] is msg:
-            while cursor < len(pending) and pending[cursor] <= i:
-                out.extend((True, item) for item in junk[pending[cursor]])
-                cursor += 1
-        out.append((False, msg))
-    for key in pending[cursor:]:
-        out.extend((True, item) for item in junk[key])
-    return out
-
-
-def _jsonl_message_lines(session: Session, *, cr: bool) -> list[RawLine]:
-    raw = session.raw_bytes()
-    out: list[RawLine] = []
-    for is_junk, item in _interleave(session):
-        if is_junk:
-            out.append(item)
-        elif id(item) in raw:
-            out.append(raw[id(item)])
-        else:
-            out.append(jsoncodec.dumps(item) + (b"\r" if cr else b""))
-    return out
-
-
-def _spliced(session: Session) -> list[Any]:
-    return [item for _, item in _interleave(session)]
-
-
-def _record_line(session: Session, key: keypath.KeyPath, cr: bool) -> bytes:
-    if session.unchanged():
-        raw: bytes = session.context["raw_line"]
-        return raw
-    record = keypath.replace(session.context["record"], key, _spliced(session))
-    return jsoncodec.dumps(record) + (b"\r" if cr else b"")

@@ -19,7 +19,8 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import ReadOptions, split_document
+from ctxpack.formats.base import ReadOptions, context_of, layout_of
+from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -49,6 +50,26 @@ class Origin:
     part: int  # which message of that turn
     count: int  # how many messages the turn produced
     segment: str = ""  # the raw tag block a tool response came from
+
+
+@dataclass(frozen=True)
+class ShareGPTLayout:
+    file: RecordLines | RecordDocument
+    array: bool = False  # a document holding an array of records, not one record
+
+
+@dataclass(frozen=True)
+class ShareGPTContext:
+    """Where one session's messages came from."""
+
+    record: dict[str, Any] = field(default_factory=dict)
+    where: dict[int, Origin] = field(default_factory=dict)  # by id(message)
+    line: int = -1  # the record's line in a JSONL file
+    span: jsonspans.Span | None = None  # the record's bytes in an array of records
+
+
+def session_context(session: Session) -> ShareGPTContext:
+    return context_of(session, ShareGPTContext) or ShareGPTContext()
 
 
 @dataclass
@@ -161,7 +182,9 @@ def _tool(call_id: str, name: str, content: str) -> Message:
     return msg
 
 
-def record_session(record: Any, *, label: str) -> Session:
+def record_session(
+    record: Any, *, label: str, line: int = -1, span: jsonspans.Span | None = None
+) -> Session:
     if not isinstance(record, dict) or not isinstance(record.get("conversations"), list):
         raise ValueError("record has no conversations list")
     reader = _Reader(record["conversations"])
@@ -174,8 +197,12 @@ def record_session(record: Any, *, label: str) -> Session:
         messages=reader.messages,
         originals=[(msg, b"") for msg in reader.messages],
         label=label,
-        context={"record": record, "where": reader.where},
+        context=ShareGPTContext(record=record, where=reader.where, line=line, span=span),
     )
+
+
+def _line_session(record: Any, number: int) -> Session:
+    return record_session(record, label=f"line {number + 1}", line=number)
 
 
 class ShareGPTFormat:
@@ -187,60 +214,37 @@ class ShareGPTFormat:
         return bool(_DETECT.search(head))
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
-        body, lines, nonblank, layout = split_document(data)
-        sessions: list[Session] = []
-        if len(nonblank) > 1 and _parses(nonblank[0]):
-            layout["mode"] = "jsonl"
-            layout["lines"] = lines
-            skipped = 0
-            for number, line in enumerate(lines):
-                if not line.strip():
-                    continue
-                try:
-                    session = record_session(jsoncodec.loads(line), label=f"line {number + 1}")
-                except (ValueError, jsoncodec.JSONError) as exc:
-                    if not options.skip_invalid:
-                        raise InputError(str(exc), path=path, line=number + 1) from None
-                    skipped += 1
-                    continue
-                session.context["line"] = number
-                sessions.append(session)
-            transcript = Transcript(self.name, sessions, path=path, raw=data, layout=layout)
-            transcript.skipped_lines = skipped
+        file = open_file(data, path=path)
+        skipped = 0
+        if isinstance(file, RecordLines):
+            layout = ShareGPTLayout(file)
+            sessions, skipped = file.read(_line_session, path=path, options=options)
         else:
-            try:
-                doc = jsoncodec.loads(body)
-            except jsoncodec.JSONError as exc:
-                raise InputError(str(exc), path=path, line=exc.line) from None
-            start = jsonspans.skip_ws(body, 0)
-            layout.update(mode="json", body=body, start=start, style=jsonspans.detect_style(body))
+            document, doc = file
+            layout = ShareGPTLayout(document, array=isinstance(doc, list))
             records = doc if isinstance(doc, list) else [doc]
-            spans = jsonspans.array_items(body, start) if isinstance(doc, list) else []
-            layout["array"] = isinstance(doc, list)
+            spans = jsonspans.array_items(document.body, document.start) if layout.array else []
+            sessions = []
             for number, record in enumerate(records):
+                span = spans[number] if spans else None
                 try:
-                    session = record_session(record, label=f"#{number}")
+                    sessions.append(record_session(record, label=f"#{number}", span=span))
                 except ValueError as exc:
                     raise InputError(f"record {number}: {exc}", path=path) from None
-                if spans:
-                    session.context["span"] = spans[number]
-                sessions.append(session)
-            transcript = Transcript(self.name, sessions, path=path, raw=data, layout=layout)
-        stamps = [s.context["record"].get("timestamp") for s in sessions]
-        if stamps and isinstance(stamps[-1], str):
-            transcript.last_timestamp = stamps[-1]
-        return transcript
+        stamp = session_context(sessions[-1]).record.get("timestamp") if sessions else None
+        return Transcript(
+            self.name,
+            sessions,
+            path=path,
+            raw=data,
+            skipped_lines=skipped,
+            layout=layout,
+            last_timestamp=stamp if isinstance(stamp, str) else None,
+        )
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         from ctxpack.formats.sharegpt_write import write
 
-        if transcript.unchanged() and "mode" in transcript.layout:
+        if transcript.unchanged() and layout_of(transcript, ShareGPTLayout) is not None:
             return transcript.raw
         return write(transcript)
-
-
-def _parses(line: bytes) -> bool:
-    try:
-        return isinstance(jsoncodec.loads(line), dict)
-    except jsoncodec.JSONError:
-        return False

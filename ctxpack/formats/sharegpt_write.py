@@ -16,9 +16,10 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import jsonspans
-from ctxpack.formats.base import BOM, join_lines
+from ctxpack.formats.base import layout_of
 from ctxpack.formats.origins import resolve
-from ctxpack.formats.sharegpt import Origin
+from ctxpack.formats.records import RecordLines
+from ctxpack.formats.sharegpt import Origin, ShareGPTLayout, session_context
 from ctxpack.transcript import Message, Session, Transcript
 
 SYNTHETIC_ID = re.compile(r"call_\d+_\d+")
@@ -26,48 +27,38 @@ ROLE_TO_FROM = {"system": "system", "developer": "system", "user": "human", "ass
 
 
 def write(transcript: Transcript) -> bytes:
-    layout = transcript.layout
-    mode = layout.get("mode")
-    if mode is None:
-        lines = [_dumps(record_of(s), None) for s in transcript.sessions]
-        return b"".join(line + b"\n" for line in lines)
-    bom = BOM if layout.get("bom") else b""
-    if mode == "jsonl":
-        lines = list(layout["lines"])
-        for session in transcript.sessions:
-            if not session.unchanged():
-                index = session.context["line"]
-                old = lines[index]
-                new = _dumps(record_of(session), jsonspans.detect_style(old))
-                lines[index] = new + (b"\r" if old.endswith(b"\r") else b"")
-        return bom + join_lines(lines, final_newline=layout["final_newline"])
-    body: bytes = layout["body"]
-    style: jsonspans.Style = layout["style"]
-    start: int = layout["start"]
-    root = (start, jsonspans.value_end(body, start))
-    if layout["array"]:
-        items = [
-            body[s.context["span"][0] : s.context["span"][1]]
-            if s.unchanged() and "span" in s.context
-            else style.dumps(record_of(s), level=1)
-            for s in transcript.sessions
-        ]
-        text = jsonspans.render_array(body, root, items, style=style, level=1)
+    layout = layout_of(transcript, ShareGPTLayout)
+    if layout is None:
+        records = [record_of(s) for s in transcript.sessions]
+        return b"".join(_compact(record) + b"\n" for record in records)
+    file = layout.file
+    if isinstance(file, RecordLines):
+        changed = [s for s in transcript.sessions if not s.unchanged()]
+        return file.write({session_context(s).line: record_of(s) for s in changed})
+    root = file.root()
+    if layout.array:
+        items = []
+        for s in transcript.sessions:
+            span = session_context(s).span
+            if s.unchanged() and span is not None:
+                items.append(file.body[span[0] : span[1]])
+            else:
+                items.append(file.style.dumps(record_of(s), level=1))
+        text = jsonspans.render_array(file.body, root, items, style=file.style, level=1)
     else:
-        text = style.dumps(record_of(transcript.sessions[0]))
-    return bom + jsonspans.splice(body, [(root, text)])
+        text = file.style.dumps(record_of(transcript.sessions[0]))
+    return file.splice([(root, text)])
 
 
-def _dumps(record: dict[str, Any], style: jsonspans.Style | None) -> bytes:
-    if style is None:
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return style.dumps(record)
+def _compact(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def record_of(session: Session) -> dict[str, Any]:
-    record: dict[str, Any] = session.context.get("record", {})
+    context = session_context(session)
+    record = context.record
     turns: list[Any] = record.get("conversations", [])
-    where: dict[int, Origin] = session.context.get("where", {})
+    where = context.where
     hermes = not turns or any(
         isinstance(t, dict)
         and (t.get("from") == "tool" or "<tool_call>" in str(t.get("value", "")))
