@@ -13,11 +13,11 @@ import pytest
 
 from ctxpack import markers
 from ctxpack.errors import SummarizerError, UsageError
+from ctxpack.summarize.ledger import LEDGER_INTRO
 from ctxpack.summarize.llm.client import LLMSummarizer, output_limit
 from ctxpack.summarize.llm.errors import SummaryFailed
 from ctxpack.summarize.llm.prompts import PROMPT_VERSION
 from ctxpack.summarize.llm.reply import normalize_summary
-from ctxpack.summarize.ledger import LEDGER_INTRO
 from ctxpack.summarize.llm.settings import PLACEHOLDER_KEY, resolve_llm_settings
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest
 from ctxpack.tokens.counter import TokenCounter

@@ -29,9 +29,9 @@ from ctxpack.transcript import Message
 
 LEDGER_HEADING = "User Messages"
 LEDGER_INTRO = "The user's messages from the compacted turns, oldest first, in their own words:"
-# The ledger's share of a summary budget, and its share when constraints and
-# the latest message alone need more (they are never dropped).
-LEDGER_SHARE = 0.25
+# The ledger's share of a summary budget, and the larger share that messages
+# stating something (and constraints and the latest message, never dropped) may take.
+LEDGER_SHARE = 0.3
 LEDGER_MAX_SHARE = 0.5
 LONG_CHARS = 600
 SHORT_CHARS = 200
@@ -217,22 +217,22 @@ class Ledger:
             (i for i in shown if i != last and not self.entries[i].constraint),
             key=lambda i: (self.entries[i].informative, i),
         )
+        # Messages that state something may stretch the ledger to its larger share.
+        most = int(budget * LEDGER_MAX_SHARE)
         steps = [
-            *((i, "drop") for i in order if self.entries[i].informative == 0),
-            *((i, "cut") for i in order),
-            *((i, "drop") for i in order),
+            *((i, "drop", cap) for i in order if self.entries[i].informative == 0),
+            *((i, "cut", cap) for i in order),
+            *((i, "drop", cap) for i in order if self.entries[i].informative == 1),
+            *((i, "drop", most) for i in order),
+            *((i, "cut", most) for i in range(len(self.entries))),
         ]
-        for i, step in steps:
-            if used() <= cap:
-                break
+        for i, step, room in steps:
+            if used() <= room:
+                continue
             if step == "cut":
                 limits[i] = SHORT_CHARS
             elif i in shown:
                 shown.remove(i)
-        for i in list(shown):
-            if used() <= int(budget * LEDGER_MAX_SHARE):
-                break
-            limits[i] = SHORT_CHARS
         return self._text(shown, limits)
 
     def _line(self, i: int, limit: int) -> str:

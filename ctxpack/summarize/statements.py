@@ -113,8 +113,11 @@ _REGION_RE = re.compile(
     r"|northeast|southeast|northwest|southwest)-\d|(?:us|europe|asia|australia|"
     r"northamerica|southamerica)-[a-z]+\d)\b"
 )
-_ID_RE = re.compile(r"\b[A-Z][A-Z0-9]{1,}(?:[-_][A-Z0-9]+)*-\d+\b")
+# Upper-case ids with a digit or an underscore: JUDGE-004, EXPORTS_V2.
+_ID_RE = re.compile(r"\b[A-Z][A-Z0-9]+(?:[-_][A-Z0-9]+)+\b")
 _PATH_RE = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)+/?")
+# A proper name inside a sentence: two capitalised words after a lower-case one.
+_NAME_RE = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 _WORD_RE = re.compile(r"[A-Za-z][\w'-]*")
 _STOP = frozenset(
     [
@@ -289,7 +292,11 @@ def values_of(text: str) -> list[Value]:
         ("path", _PATH_RE),
     ):
         for mt in pattern.finditer(text):
+            if shape == "id" and not any(c.isdigit() or c == "_" for c in mt.group(0)):
+                continue
             add(mt.start(), mt.end(), Value(shape, _context(text, mt.start()), mt.group(0)))
+    for mt in _NAME_RE.finditer(text):
+        add(mt.start(), mt.end(), Value("name", _context(text, mt.start()), mt.group(0)))
     for raw in values_in(text):
         start = text.find(raw)
         if start >= 0:
