@@ -11,13 +11,12 @@ from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, Facts, remembered_facts, start_memo
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
-from ctxpack.markers import is_summary
+from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
 from ctxpack.transcript import Message
 
-_WRAPPER_ASK = re.compile(r"^<([\w-]+)>[\s\S]*</\1>$")
 _DECISION_RE = re.compile(
     r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
     r"|I chose|switching to|opted for|I['’]ll go with)\b",
@@ -119,7 +118,7 @@ def scan(middle: list[Message]) -> Scan:
                 if action.pending and session:
                     sessions[session] = (use, action)
         elif role == "user" and not m.is_tool_result(msg):
-            _read_user(result, replies, index, msg, body)
+            _read_user(result, replies, index, msg)
     result.facts = facts.facts()
     result.last_note = _last_note(said.bodies)
     return result
@@ -194,14 +193,9 @@ def _result_indexes(middle: list[Message]) -> dict[ToolUse, list[int]]:
     return out
 
 
-def _read_user(result: Scan, replies: _Replies, index: int, msg: Message, text: str) -> None:
-    body = text.strip()
-    if (
-        not body
-        or body.startswith("[Request ")
-        or (body.startswith("<") and _WRAPPER_ASK.match(body))
-        or is_summary(msg)
-    ):
+def _read_user(result: Scan, replies: _Replies, index: int, msg: Message) -> None:
+    body = user_words(msg)
+    if body is None:
         return
     result.asks.append(Ask(index, body, MAX_ASK, replies))
     if "?" not in body:
