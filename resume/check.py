@@ -26,10 +26,16 @@ RECORD = "[ctxpack: compacted history"
 TIMEOUT = 150.0
 CONTEXT_LENGTHS = (2000, 4000, 8000, 16000)
 WARNING = re.compile(r"warn|error|skipping|invalid|fail|could not|unable", re.IGNORECASE)
+# resume/fixtures holds sessions the real clients wrote against the stub; they
+# join fixtures/ (and the golden tests) once ctxpack reads every one of them.
 FIXTURES = {
-    "claude-code": sorted((ROOT / "fixtures" / "claude-code").glob("*.jsonl")),
-    "codex": sorted((ROOT / "fixtures" / "codex").glob("*.jsonl")),
-    "pi": sorted((ROOT / "fixtures" / "pi").glob("*.jsonl")),
+    name: sorted(
+        [
+            *(ROOT / "fixtures" / name).glob("*.jsonl"),
+            *(ROOT / "resume" / "fixtures" / name).glob("*.jsonl"),
+        ]
+    )
+    for name in ("claude-code", "codex", "pi")
 }
 SKIP_FIXTURES = {
     "openagents__regex-log__subagents__agent-a028728.jsonl": (

@@ -1,5 +1,5 @@
 """Make session fixtures with the real clients against the stub:
-`python -m resume.record CLIENT NAME` writes fixtures/CLIENT/NAME.jsonl.
+`python -m resume.record CLIENT NAME` writes resume/fixtures/CLIENT/NAME.jsonl.
 
 Each turn is one prompt; the stub answers it with one shell command (the
 client runs it for real) and then a short final text, so the session holds
@@ -91,4 +91,4 @@ def record(client: Client, dest: Path) -> None:
 
 if __name__ == "__main__":
     name, stem = sys.argv[1], sys.argv[2]
-    record(CLIENTS[name], ROOT / "fixtures" / name / f"{stem}.jsonl")
+    record(CLIENTS[name], ROOT / "resume" / "fixtures" / name / f"{stem}.jsonl")
