@@ -188,19 +188,7 @@ def resume_once(client: Client, session: Path, home: Path) -> tuple[Row, list[It
         run = client.command(
             home=home, base_url=stub.base_url, prompt=PROMPT, sid=sid, model=client.model(session)
         )
-        try:
-            done = subprocess.run(
-                run.argv,
-                cwd=cwd,
-                env=run.env,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT,
-                stdin=subprocess.DEVNULL,
-            )
-            rc, stderr = done.returncode, done.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc, stderr = -1, (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) else ""
+        rc, stderr = run(cwd=cwd, timeout=TIMEOUT)
         bodies = [r.body for r in stub.requests if r.method == "POST" and isinstance(r.body, dict)]
     path = "messages" if client.api == "anthropic" else "input"
     candidates = [client.parse(b) for b in bodies if path in b]

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,23 @@ RUNS = CACHE / "runs"
 class Run:
     argv: list[str]
     env: dict[str, str]
+
+    def __call__(self, *, cwd: Path, timeout: float) -> tuple[int, str]:
+        """Run it with no stdin; (exit status, stderr), -1 when it timed out."""
+        try:
+            done = subprocess.run(
+                self.argv,
+                cwd=cwd,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else ""
+            return -1, err
+        return done.returncode, done.stderr
 
 
 def _base_env(home: Path) -> dict[str, str]:

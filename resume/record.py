@@ -8,7 +8,6 @@ real call/result pairs written by the client itself.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -72,17 +71,9 @@ def record(client: Client, dest: Path) -> None:
             run = client.command(
                 home=home, base_url=stub.base_url, prompt=prompt, sid=sid, model=client.model(None)
             )
-            done = subprocess.run(
-                run.argv,
-                cwd=cwd,
-                env=run.env,
-                capture_output=True,
-                text=True,
-                timeout=180,
-                stdin=subprocess.DEVNULL,
-            )
-        if done.returncode != 0:
-            raise SystemExit(f"{client.name} exited {done.returncode}: {done.stderr[-2000:]}")
+            rc, stderr = run(cwd=cwd, timeout=180)
+        if rc != 0:
+            raise SystemExit(f"{client.name} exited {rc}: {stderr[-2000:]}")
         sid = client.session_id(session_file(client, home))
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(session_file(client, home).read_bytes())
