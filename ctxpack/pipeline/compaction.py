@@ -6,13 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxpack import markers, toolpairs
+from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
-from ctxpack.facts.extract import preserved_facts_section
+from ctxpack.evaluate.checks import visible_texts
+from ctxpack.facts.extract import preserved_facts_section, ran_only
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
@@ -126,6 +127,7 @@ def _compact(
         settings=settings,
         report=report,
         last_timestamp=last_timestamp,
+        original=messages,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
@@ -141,8 +143,11 @@ def summarize_messages(
     last_timestamp: str | None = None,
     plan: AlignPlan | None = None,
     require_previous: bool = False,
+    original: list[Message] | None = None,
 ) -> list[Message]:
-    """Stages 2-4 and assembly on already-pruned messages."""
+    """Stages 2-4 and assembly on already-pruned messages; `original` (the
+    same messages before pruning, position for position) is where the
+    preserved facts of pruned outputs are read."""
     if plan is None:
         plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
     else:
@@ -175,16 +180,15 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    # Calls that never got a result are stripped at assembly: keep their facts too.
-    _, unanswered = toolpairs.orphans(messages)
-    unanswered_ids = {use.call_id for use in unanswered if use.call_id}
-    stripped = [
-        msg
-        for msg in (*head, *tail)
-        if any(m.call_id(call) in unanswered_ids for call in m.tool_calls(msg))
-    ]
+    # Calls that never got a result are stripped at assembly: they never ran,
+    # so they hold no facts, and the kept turns are read without them.
+    ran = ran_only(messages)
+    kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
-        [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
+        ran_only(_before_pruning(middle, messages, original)),
+        "\n".join([text, *visible_texts(kept)]),
+        counter=counter,
+        cap_tokens=max(room - 2, 0),
     )
     if facts:
         text = f"{text}\n\n{facts}"
@@ -245,8 +249,30 @@ def prepare_request(
         previous_summary=previous,
         focus=settings.focus,
         last_timestamp=last_timestamp,
+        head=head,
+        tail=tail,
     )
     return Prepared(head, middle, tail, request, budget_tokens)
+
+
+def _before_pruning(
+    middle: list[Message], messages: list[Message], original: list[Message] | None
+) -> list[Message]:
+    """The middle as it was before pruning, plus the originals of outputs
+    pruned in the head and tail: what the compaction replaced."""
+    if original is None or len(original) != len(messages):
+        return middle
+    where = {id(msg): index for index, msg in enumerate(messages)}
+    # A merged summary's own turn is not in `messages`: it stays as it is.
+    inside = {where[id(msg)] for msg in middle if id(msg) in where}
+    return [
+        *(original[where[id(msg)]] if id(msg) in where else msg for msg in middle),
+        *(
+            before
+            for index, (before, now) in enumerate(zip(original, messages, strict=True))
+            if before is not now and index not in inside
+        ),
+    ]
 
 
 def _jsonl(messages: list[Message]) -> bytearray:

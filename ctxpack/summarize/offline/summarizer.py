@@ -33,7 +33,7 @@ class OfflineSummarizer:
     name = "offline"
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle)
+        found = scan(request.middle, tail=request.tail)
         date = day_of(request.last_timestamp)
         if request.previous_summary is None:
             candidates = build(found, date=date, focus=request.focus, start=1)
