@@ -127,7 +127,6 @@ def _compact(
         settings=settings,
         report=report,
         last_timestamp=last_timestamp,
-        original=messages,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
@@ -143,11 +142,8 @@ def summarize_messages(
     last_timestamp: str | None = None,
     plan: AlignPlan | None = None,
     require_previous: bool = False,
-    original: list[Message] | None = None,
 ) -> list[Message]:
-    """Stages 2-4 and assembly on already-pruned messages; `original` (the
-    same messages before pruning, position for position) is where the
-    preserved facts of pruned outputs are read."""
+    """Stages 2-4 and assembly on already-pruned messages."""
     if plan is None:
         plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
     else:
@@ -185,7 +181,7 @@ def summarize_messages(
     ran = ran_only(messages)
     kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
-        ran_only(_before_pruning(middle, messages, original)),
+        ran_only(middle),
         "\n".join([text, *visible_texts(kept)]),
         counter=counter,
         cap_tokens=max(room - 2, 0),
@@ -253,26 +249,6 @@ def prepare_request(
         tail=tail,
     )
     return Prepared(head, middle, tail, request, budget_tokens)
-
-
-def _before_pruning(
-    middle: list[Message], messages: list[Message], original: list[Message] | None
-) -> list[Message]:
-    """The middle as it was before pruning, plus the originals of outputs
-    pruned in the head and tail: what the compaction replaced."""
-    if original is None or len(original) != len(messages):
-        return middle
-    where = {id(msg): index for index, msg in enumerate(messages)}
-    # A merged summary's own turn is not in `messages`: it stays as it is.
-    inside = {where[id(msg)] for msg in middle if id(msg) in where}
-    return [
-        *(original[where[id(msg)]] if id(msg) in where else msg for msg in middle),
-        *(
-            before
-            for index, (before, now) in enumerate(zip(original, messages, strict=True))
-            if before is not now and index not in inside
-        ),
-    ]
 
 
 def _jsonl(messages: list[Message]) -> bytearray:
