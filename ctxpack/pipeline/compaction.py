@@ -6,13 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxpack import markers, toolpairs
+from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
-from ctxpack.facts.extract import preserved_facts_section
+from ctxpack.evaluate.checks import visible_texts
+from ctxpack.facts.extract import preserved_facts_section, ran_only
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
@@ -175,16 +176,15 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    # Calls that never got a result are stripped at assembly: keep their facts too.
-    _, unanswered = toolpairs.orphans(messages)
-    unanswered_ids = {use.call_id for use in unanswered if use.call_id}
-    stripped = [
-        msg
-        for msg in (*head, *tail)
-        if any(m.call_id(call) in unanswered_ids for call in m.tool_calls(msg))
-    ]
+    # Calls that never got a result are stripped at assembly: they never ran,
+    # so they hold no facts, and the kept turns are read without them.
+    ran = ran_only(messages)
+    kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
-        [*middle, *stripped], text, counter=counter, cap_tokens=max(room - 2, 0)
+        ran_only(middle),
+        "\n".join([text, *visible_texts(kept)]),
+        counter=counter,
+        cap_tokens=max(room - 2, 0),
     )
     if facts:
         text = f"{text}\n\n{facts}"
@@ -245,6 +245,8 @@ def prepare_request(
         previous_summary=previous,
         focus=settings.focus,
         last_timestamp=last_timestamp,
+        head=head,
+        tail=tail,
     )
     return Prepared(head, middle, tail, request, budget_tokens)
 

@@ -75,10 +75,15 @@ class Scan:
     file_touch: dict[str, int] = field(default_factory=dict)
     facts: Facts = field(default_factory=Facts)
     replied: bool = False
+    # Keys and heads of the actions that succeeded in the kept tail.
+    later_ok: set[str] = field(default_factory=set)
 
 
-def scan(middle: list[Message]) -> Scan:
+def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
+    """The structure of `middle`; `tail` (the turns kept verbatim after it)
+    only tells which failures were fixed later."""
     result = Scan()
+    result.later_ok = succeeded(tail or [])
     start_memo()
     facts = FactCollector()
     texts = [m.text(msg) for msg in middle]
@@ -122,6 +127,16 @@ def scan(middle: list[Message]) -> Scan:
     result.facts = facts.facts()
     result.last_note = _last_note(said.bodies)
     return result
+
+
+def succeeded(messages: list[Message]) -> set[str]:
+    """The keys and heads of the calls in `messages` whose results succeeded."""
+    out: set[str] = set()
+    for use, found in _result_indexes(messages).items():
+        action = make_action(use, [messages[i] for i in found], seen=())
+        if not action.failed and not action.pending:
+            out.update((action.key, action.head))
+    return out
 
 
 class _Replies:

@@ -76,7 +76,7 @@ def _sections(scan: Scan, date: str | None, focus: str | None, start: int) -> di
         ],
         "Active State": _active(scan, done),
         "Historical In-Progress State": _in_progress(scan),
-        "Blocked": _blocked(done),
+        "Blocked": _blocked(done, scan.later_ok),
         "Key Decisions": [
             Item(f"- The assistant stated: {quote(d)}") for d in reversed(scan.decisions)
         ],
@@ -180,12 +180,13 @@ def _in_progress(scan: Scan) -> list[Item]:
     return items
 
 
-def unresolved_failures(done: list[Action]) -> list[Action]:
-    """Failed actions with no later success on the same target or command."""
+def unresolved_failures(done: list[Action], later_ok: Collection[str] = ()) -> list[Action]:
+    """Failed actions with no later success on the same target or command,
+    in these turns or (`later_ok`: keys and heads) in the turns kept after them."""
     out: list[Action] = []
     # What the later actions did, gathered walking back from the end.
-    ok_keys: set[str] = set()
-    ok_heads: set[str] = set()
+    ok_keys: set[str] = set(later_ok)
+    ok_heads: set[str] = set(later_ok)
     failed_heads: set[str] = set()
     for action in reversed(done):
         if not action.failed:
@@ -200,10 +201,10 @@ def unresolved_failures(done: list[Action]) -> list[Action]:
     return out
 
 
-def _blocked(done: list[Action]) -> list[Item]:
+def _blocked(done: list[Action], later_ok: set[str]) -> list[Item]:
     return [
         Item(f"- {a.what()} — {a.outcome}; not resolved later [tool: {a.tool}]")
-        for a in reversed(unresolved_failures(done))
+        for a in reversed(unresolved_failures(done, later_ok))
     ]
 
 

@@ -35,7 +35,7 @@ class OfflineSummarizer:
     name = "offline"
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle)
+        found = scan(request.middle, tail=request.tail)
         date = day_of(request.last_timestamp)
         ledger = Ledger.of(middle=request.middle, previous_summary=request.previous_summary)
         said = user_messages(request.middle)
