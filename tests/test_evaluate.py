@@ -28,6 +28,7 @@ from ctxpack.report import CompressReport
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
+from tests.builders import call, result
 from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -48,19 +49,6 @@ ALL_FIXTURES = sorted(p for p in FIXTURES.glob("*/*") if p.suffix != ".md")
 
 def read(path: Path) -> Transcript:
     return formats.read(path.read_bytes(), path=str(path))
-
-
-def call(call_id: str, name: str, args: dict[str, Any]) -> Message:
-    function = {"name": name, "arguments": json.dumps(args)}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-    }
-
-
-def result(call_id: str, text: str) -> Message:
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
 def summary(body: str, *, role: str = "user") -> Message:

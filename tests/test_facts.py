@@ -23,6 +23,7 @@ from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message
+from tests.builders import call, result
 from tests.conftest import FIXTURES, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code"
@@ -40,22 +41,6 @@ SHAREGPT = FIXTURES / "sharegpt" / "LLaMA-Factory__data__glaive_toolcall_en_demo
 
 
 # ---- native records as OpenAI messages (the adapters are not used here) ----
-
-
-def call(call_id: str, name: str, arguments: str) -> Message:
-    function = {"name": name, "arguments": arguments}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-    }
-
-
-def result(call_id: str, text: str, *, is_error: bool = False) -> Message:
-    msg: Message = {"role": "tool", "tool_call_id": call_id, "content": text}
-    if is_error:
-        msg["is_error"] = True
-    return msg
 
 
 def _block_text(content: Any) -> str:
