@@ -197,11 +197,8 @@ async def test_a_missing_archive_is_a_tool_error_until_one_exists(
     async with server(archive) as session:
         missing = await call(session, "search", query="anything")
         listed = await call(session, "compactions")
-        done = runner.invoke(
-            app,
-            ["compress", "--force", "--offline", str(session_file), "-o", str(tmp_path / "o.jsonl")]
-            + ["--archive", str(archive)],
-        )
+        args = ["compress", "--force", "--offline", str(session_file), "--archive", str(archive)]
+        done = runner.invoke(app, [*args, "-o", str(tmp_path / "o.jsonl")])
         assert done.exit_code == 0, done.output
         now = await call(session, "compactions")
     assert missing.is_error and "no archive here yet" in texts(missing)[0]
