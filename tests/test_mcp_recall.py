@@ -145,7 +145,7 @@ def test_redacted_compactions_are_recalled_and_searched_masked(tmp_path: Path) -
     with Recall.open(archive) as store:
         page = store.page(ref=ref)
         [hit] = store.search(query="OPENAI_API_KEY")
-        raw = store.archive.get_blob(ref).decode()
+        raw = store.get_blob(ref).decode()
     assert SECRET in raw  # the archive keeps the original: restore needs it
     assert page.redacted and SECRET not in page.text and "[REDACTED:" in page.text
     assert page.text.endswith(LOG) and "masked" in page.header()
@@ -197,7 +197,7 @@ def test_an_archive_from_before_origins_still_opens_and_recalls(tmp_path: Path) 
         page = store.page(ref=shas["blob"][:10])
         [hit] = store.search(query="test_login")
         [entry] = store.compactions(session="old")
-        assert store.archive.check() == []
+        assert store.check() == []
         assert db.schema_version(store._conn) == db.SCHEMA_VERSION
     assert page.text == text and page.sources[0].kind == UNKNOWN
     assert (hit.ref, hit.line, hit.snippet) == (page.ref, 2, "test_login.py::test_redirect FAILED")
@@ -210,7 +210,7 @@ def test_the_index_is_derived_data_gc_drops_and_search_rebuilds(tmp_path: Path) 
     with Recall.open(archive) as store:
         assert store.search(query="module_17")
         assert store.index().blobs == 0  # nothing new since
-        assert store.archive.gc(timedelta(0)) == 1
+        assert store.gc(timedelta(0)) == 1
         assert store.search(query="module_17") == []
     _compress(source, tmp_path / "o.jsonl", archive, "--prune-only")
     with Recall.open(archive) as store:

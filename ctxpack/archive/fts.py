@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import orjson
 
 from ctxpack.archive.db import write_tx
 from ctxpack.errors import UsageError
@@ -196,13 +198,12 @@ def find(
     params: list[object] = [(1 << LINE_BITS) - 1, LINE_BITS, match]
     if within is not None:
         sql += " AND d.sha256 IN (SELECT value FROM json_each(?))"
-        params.append(_json_list(within))
+        params.append(json_array(within))
     sql += " ORDER BY l.rank LIMIT ?"
     params.append(limit)
     return [(str(sha), int(line)) for sha, line in conn.execute(sql, params)]
 
 
-def _json_list(items: set[str]) -> str:
-    import orjson
-
+def json_array(items: Iterable[str]) -> str:
+    """Strings as one JSON array: a bound parameter that json_each() reads, however many."""
     return orjson.dumps(sorted(items)).decode()

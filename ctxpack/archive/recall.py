@@ -15,11 +15,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from ctxpack.archive import fts
-from ctxpack.archive.db import connect, ref_of_sha, resolve_path, translate
+from ctxpack.archive.db import ref_of_sha, translate
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import Compaction, Origin, load_json
 from ctxpack.errors import UsageError
@@ -115,19 +114,6 @@ class Page:
             lines.append(f"Next page: recall('{self.ref}', start_line={following}).")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "total_lines": self.total_lines,
-            "next_start_line": self.next_start_line,
-            "size": self.size,
-            "redacted": self.redacted,
-            "sources": [s.to_dict() for s in self.sources],
-            "text": self.text,
-        }
-
 
 @dataclass(frozen=True)
 class Hit:
@@ -141,38 +127,14 @@ class Hit:
         return {"ref": self.ref, "line": self.line, "snippet": self.snippet, **origin}
 
 
-class Recall:
-    """Read access for one archive file; use as a context manager."""
-
-    def __init__(self, archive: Archive, conn: Any) -> None:
-        self.archive = archive
-        self._conn = conn
+class Recall(Archive):
+    """Read access to one archive file; use as a context manager."""
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> Recall:
+    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Self:
         """The archive at `path` (else $CTXPACK_ARCHIVE, else the XDG default);
         ArchiveMissing when there is none: recall never creates one."""
-        where = resolve_path(path)
-        conn = connect(where, create=False)
-        return cls(Archive(conn, where), conn)
-
-    @property
-    def path(self) -> Path:
-        return self.archive.path
-
-    def close(self) -> None:
-        self.archive.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        return super().open(path, create=create)
 
     # one blob
 
@@ -182,10 +144,10 @@ class Recall:
             raise UsageError(f"start_line must be 1 or more, got {start_line}")
         if not 1 <= max_lines <= MAX_LINES:
             raise UsageError(f"max_lines must be between 1 and {MAX_LINES}, got {max_lines}")
-        sha = self.archive.resolve(ref)
+        sha = self.resolve(ref)
         sources = self.sources(sha)
         redacted = any(s.redacted for s in sources)
-        data = self.archive.get_blob(sha)
+        data = self.get_blob(sha)
         lines = fts.lines_of(_decoded(data, redacted=redacted))
         if lines and start_line > len(lines):
             raise UsageError(
@@ -249,7 +211,7 @@ class Recall:
             return fts.index_pending(self._conn, view=self._view)
 
     def _view(self, sha: str, redacted: bool) -> str:
-        return _decoded(self.archive.get_blob(sha), redacted=redacted)
+        return _decoded(self.get_blob(sha), redacted=redacted)
 
     def search(
         self, *, query: str, session: str | None = None, limit: int = DEFAULT_HITS
@@ -290,10 +252,10 @@ class Recall:
         if not 1 <= limit <= MAX_COMPACTIONS:
             raise UsageError(f"limit must be between 1 and {MAX_COMPACTIONS}, got {limit}")
         if session is None:
-            entries = self.archive.log(limit)
+            entries = self.log(limit)
         else:
             wanted = self._matching(session)
-            entries = [c for c in self.archive.log(None) if c.id in wanted][:limit]
+            entries = [c for c in self.log(None) if c.id in wanted][:limit]
         return [self._described(entry) for entry in entries]
 
     def _described(self, entry: Compaction) -> dict[str, Any]:
@@ -332,7 +294,7 @@ class Recall:
                 for sha, size in self._conn.execute(
                     "SELECT sha256, size FROM blobs WHERE sha256 IN"
                     " (SELECT value FROM json_each(?))",
-                    (_json(shas),),
+                    (fts.json_array(shas),),
                 )
             }
 
@@ -364,7 +326,7 @@ class Recall:
                 for row in self._conn.execute(
                     "SELECT sha256 FROM compaction_blobs WHERE compaction_id IN"
                     " (SELECT value FROM json_each(?))",
-                    (_json(sorted(compaction_ids)),),
+                    (fts.json_array(compaction_ids),),
                 )
             }
 
@@ -388,9 +350,3 @@ def _iso(created: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(created, tz=UTC).isoformat(timespec="seconds")
-
-
-def _json(items: list[str]) -> str:
-    import orjson
-
-    return orjson.dumps(items).decode()

@@ -67,7 +67,7 @@ class Archive:
         self.path = path
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Archive:
+    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Self:
         """Open the archive at `path`, $CTXPACK_ARCHIVE or the XDG data dir.
 
         `create=False` raises ArchiveMissing instead of creating a new file
