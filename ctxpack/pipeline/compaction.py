@@ -49,6 +49,8 @@ class CompressSettings:
     on_failure: OnFailure = "fallback"
     # Mask secrets in the written transcript too, not only in LLM requests.
     redact: bool = False
+    # Tell the model that placeholders and the record can be read back (ctxpack mcp).
+    recall: bool = False
 
 
 def compress_messages(
@@ -91,7 +93,9 @@ def _compact(
     label: str,
     last_timestamp: str | None,
 ) -> tuple[list[Message], SessionReport]:
-    prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
+    prune_settings = PruneSettings(
+        budget=settings.budget, min_savings=settings.min_savings, recall=settings.recall
+    )
     plan = None
     prune = settings.prune != "no-prune"
     if prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
@@ -190,9 +194,11 @@ def summarize_messages(
         text = f"{text}\n\n{facts}"
     # The exact turns this summary replaces, for `ctxpack show` / restore.
     source_turns = _jsonl(middle)
-    text = f"{text}\n\nSource turns: {ref_for(source_turns)}"
+    text = f"{text}\n\nSource turns: {markers.cite(ref_for(source_turns), recall=settings.recall)}"
     first = not any(markers.has_system_note(msg) for msg in head)
-    assembly = assemble(head=head, summary=text, tail=tail, first_compaction=first)
+    assembly = assemble(
+        head=head, summary=text, tail=tail, first_compaction=first, recall=settings.recall
+    )
     out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
@@ -203,6 +209,7 @@ def summarize_messages(
     report.status = Status.COMPACTED
     report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
+    report.summarized = (plan.head_end, plan.tail_start)
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source
     report.summary_model = result.model
