@@ -132,9 +132,11 @@ def log_command(
     archive: ArchiveOpt = None,
 ) -> None:
     """List archived compactions, newest first: time, source, tokens, id, refs."""
+    from rich.console import Console
+
     from ctxpack.archive.db import resolve_path
     from ctxpack.archive.store import Archive
-    from ctxpack.cli.render import console, note
+    from ctxpack.cli.render import listing, note
 
     entries: list[Compaction] = []
     if resolve_path(archive).exists():
@@ -144,8 +146,25 @@ def log_command(
         print_json([entry.to_dict() for entry in entries])
     elif not entries:
         note(f"no compactions archived in {resolve_path(archive)}")
+    elif sys.stdout.isatty():
+        Console(highlight=False).print(_log_table(entries))
     else:
-        console.print(_log_table(entries))
+        listing(
+            ["time", "id", "tokens_before", "tokens_after", "source", "refs"],
+            [_log_row(entry) for entry in entries],
+        )
+
+
+def _log_row(entry: Compaction) -> list[str]:
+    """One compaction per line, every ref in it: for grep, cut and xargs ctxpack show."""
+    return [
+        entry.created.astimezone().strftime("%Y-%m-%dT%H:%M"),
+        entry.id,
+        "-" if entry.tokens_before is None else str(entry.tokens_before),
+        "-" if entry.tokens_after is None else str(entry.tokens_after),
+        entry.source_path,
+        " ".join([entry.input_ref, *entry.blob_refs]),
+    ]
 
 
 def _log_table(entries: list[Compaction]) -> Table:

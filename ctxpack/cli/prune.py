@@ -67,6 +67,7 @@ def prune(
         resolved,
         source=path,
         output=opts.output_target(path, output),
+        named=output is None,
         write=not dry_run and not (json_out and output is None),
     )
     stage = Prune(

@@ -98,7 +98,16 @@ def _compacted(
         archive_settings=settings_record(settings),
         archive_report=report.to_dict,
         blobs=[blob for s in report.sessions for blob in s.blobs],
+        converted=lambda fmt: _converted(report, fmt),
     )
+
+
+def _converted(report: CompressReport, fmt: str) -> None:
+    """A session passed through unchanged is still rewritten in another format."""
+    for session in report.sessions:
+        if session.status == "under-threshold":
+            session.status = "converted"
+            session.notes = [f"under the threshold: messages unchanged, written as {fmt}"]
 
 
 def measure_retention(
