@@ -32,9 +32,9 @@ MAX_REFS_SHOWN = 3
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack restore session.ctxpack.jsonl -o session.jsonl"
-    "\n\n  ctxpack restore grown.ctxpack.jsonl --expand -o session.jsonl  # appended since"
-    "\n\n  cat small.jsonl | ctxpack restore - > original.jsonl"
+    epilog="Examples:\n\n\b\n  ctxpack restore session.ctxpack.jsonl -o session.jsonl"
+    "\n\n\b\n  ctxpack restore grown.ctxpack.jsonl --expand -o session.jsonl  # appended since"
+    "\n\n\b\n  cat small.jsonl | ctxpack restore - > original.jsonl"
 )
 def restore(
     path: InputArg,
@@ -95,9 +95,9 @@ def _restored_name(source: str) -> str:
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack show ctxpack:3f2a9c01bd"
-    "\n\n  ctxpack show 3f2a9c   # any unique prefix of 6+ hex digits"
-    "\n\n  ctxpack show ctxpack:3f2a9c01bd | less"
+    epilog="Examples:\n\n\b\n  ctxpack show ctxpack:3f2a9c01bd"
+    "\n\n\b\n  ctxpack show 3f2a9c   # any unique prefix of 6+ hex digits"
+    "\n\n\b\n  ctxpack show ctxpack:3f2a9c01bd | less"
 )
 def show(
     ref: Annotated[
@@ -119,12 +119,12 @@ def show(
 
 @app.command(
     name="log",
-    epilog="Examples:\n\n  ctxpack log\n\n  ctxpack log --limit 5 --json"
-    "\n\n  ctxpack log --archive ci-archive.db",
+    epilog="Examples:\n\n\b\n  ctxpack log\n\n\b\n  ctxpack log --limit 5 --json"
+    "\n\n\b\n  ctxpack log --archive ci-archive.db",
 )
 def log_command(
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most N compactions (0: all).")
+        int, typer.Option("--limit", "-n", min=0, metavar="N", help="Show at most N compactions (0: all).")
     ] = 20,
     json_out: Annotated[bool, typer.Option("--json", help="Print the log as JSON on stdout.")] = (
         False
@@ -203,7 +203,7 @@ def _escape(text: str) -> str:
 
 
 @archive_app.command(
-    epilog="Examples:\n\n  ctxpack archive check\n\n  ctxpack archive check --archive ci-archive.db"
+    epilog="Examples:\n\n\b\n  ctxpack archive check\n\n\b\n  ctxpack archive check --archive ci-archive.db"
 )
 def check(archive: ArchiveOpt = None) -> None:
     """Verify every blob against its hash and that every compaction's blobs exist.
@@ -233,8 +233,8 @@ def check(archive: ArchiveOpt = None) -> None:
 
 
 @archive_app.command(
-    epilog="Examples:\n\n  ctxpack archive gc --older-than 30d"
-    "\n\n  ctxpack archive gc --older-than 12h --archive ci-archive.db"
+    epilog="Examples:\n\n\b\n  ctxpack archive gc --older-than 30d"
+    "\n\n\b\n  ctxpack archive gc --older-than 12h --archive ci-archive.db"
 )
 def gc(
     older_than: Annotated[

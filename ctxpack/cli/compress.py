@@ -22,14 +22,19 @@ if TYPE_CHECKING:
 
 EXAMPLES = """Examples:
 
+\b
   ctxpack compress session.jsonl                      # writes session.ctxpack.jsonl
 
+\b
   ctxpack compress --force --offline s.jsonl -o small.jsonl --report report.json
 
+\b
   cat s.jsonl | ctxpack compress - | ctxpack count -   # in a pipe
 
+\b
   ctxpack compress logs/ -o compacted/ --jobs 4       # a whole tree, mirrored
 
+\b
   ctxpack compress s.jsonl --model llama3.1 --base-url http://localhost:11434/v1
 """
 
@@ -253,7 +258,7 @@ def _batch_document(outcomes: list[Outcome]) -> dict[str, Any]:
 
 @app.command(
     "config",
-    epilog="Examples:\n\n  ctxpack config\n\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
+    epilog="Examples:\n\n\b\n  ctxpack config\n\n\b\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
 )
 @opts.takes(opts.EVERY_SETTING, opts.CONFIG)
 def show_config(

@@ -22,14 +22,14 @@ def _messages(transcript: Transcript) -> int:
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack count session.jsonl\n\n  cat s.jsonl | ctxpack count - --json"
-    "\n\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
+    epilog="Examples:\n\n\b\n  ctxpack count session.jsonl\n\n\b\n  cat s.jsonl | ctxpack count - --json"
+    "\n\n\b\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
 )
 @opts.takes(opts.READ, opts.COUNT, opts.CONFIG)
 def count(
     ctx: typer.Context,
     paths: Annotated[
-        list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE...")
+        list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE")
     ],
     json_out: JsonOpt = False,
     whole: Annotated[

@@ -21,14 +21,19 @@ if TYPE_CHECKING:
 
 EXAMPLES = """Examples:
 
+\b
   ctxpack compress --force --offline s.jsonl -o small.jsonl
 
+\b
   ctxpack eval s.jsonl small.jsonl                     # tables on stderr
 
+\b
   ctxpack eval s.jsonl small.jsonl --json > eval.json
 
+\b
   ctxpack eval s.jsonl small.jsonl --min-retention 0.9   # CI: exit 4 below 90%
 
+\b
   ctxpack eval run.traj small.json --min-retention paths=1.0,commands=1.0,errors=0.8
 """
 MISSING_SHOWN = 3

@@ -20,7 +20,7 @@ SidechainsOpt = Annotated[
 ]
 
 
-@app.command("formats", epilog="Example:\n\n  ctxpack formats --json")
+@app.command("formats", epilog="Example:\n\n\b\n  ctxpack formats --json")
 def list_formats(json_out: JsonOpt = False) -> None:
     """List the transcript formats ctxpack reads and writes (detection order)."""
     from ctxpack import formats as registry
@@ -48,8 +48,8 @@ def list_formats(json_out: JsonOpt = False) -> None:
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack convert session.jsonl --to openai -o session.openai.jsonl"
-    "\n\n  ctxpack convert run.traj --to openai > run.jsonl"
+    epilog="Examples:\n\n\b\n  ctxpack convert session.jsonl --to openai -o session.openai.jsonl"
+    "\n\n\b\n  ctxpack convert run.traj --to openai > run.jsonl"
 )
 @opts.takes(opts.READ)
 def convert(

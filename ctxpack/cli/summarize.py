@@ -21,19 +21,25 @@ if TYPE_CHECKING:
 
 SUMMARIZE_EXAMPLES = """Examples:
 
+\b
   ctxpack summarize --offline session.jsonl -o small.jsonl
 
+\b
   ctxpack prune s.jsonl | ctxpack summarize --offline - > small.jsonl
 
+\b
   ctxpack align s.jsonl --json > plan.json && ctxpack summarize s.jsonl --plan plan.json
 
+\b
   ctxpack summarize s.jsonl --model gpt-4o-mini --dump-prompt    # show the request, send nothing
 """
 
 UPDATE_EXAMPLES = """Examples:
 
+\b
   ctxpack update compacted.jsonl -o compacted2.jsonl      # the session went on: fold new turns in
 
+\b
   ctxpack update s.jsonl --previous-summary summary.md --offline
 """
 
