@@ -124,7 +124,10 @@ def show(
 )
 def log_command(
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, metavar="N", help="Show at most N compactions (0: all).")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, metavar="N", help="Show at most N compactions (0: all)."
+        ),
     ] = 20,
     json_out: Annotated[bool, typer.Option("--json", help="Print the log as JSON on stdout.")] = (
         False
@@ -203,7 +206,8 @@ def _escape(text: str) -> str:
 
 
 @archive_app.command(
-    epilog="Examples:\n\n\b\n  ctxpack archive check\n\n\b\n  ctxpack archive check --archive ci-archive.db"
+    epilog="Examples:\n\n\b\n  ctxpack archive check"
+    "\n\n\b\n  ctxpack archive check --archive ci-archive.db"
 )
 def check(archive: ArchiveOpt = None) -> None:
     """Verify every blob against its hash and that every compaction's blobs exist.

@@ -258,7 +258,8 @@ def _batch_document(outcomes: list[Outcome]) -> dict[str, Any]:
 
 @app.command(
     "config",
-    epilog="Examples:\n\n\b\n  ctxpack config\n\n\b\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
+    epilog="Examples:\n\n\b\n  ctxpack config"
+    "\n\n\b\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
 )
 @opts.takes(opts.EVERY_SETTING, opts.CONFIG)
 def show_config(

@@ -22,7 +22,8 @@ def _messages(transcript: Transcript) -> int:
 
 
 @app.command(
-    epilog="Examples:\n\n\b\n  ctxpack count session.jsonl\n\n\b\n  cat s.jsonl | ctxpack count - --json"
+    epilog="Examples:\n\n\b\n  ctxpack count session.jsonl"
+    "\n\n\b\n  cat s.jsonl | ctxpack count - --json"
     "\n\n\b\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
 )
 @opts.takes(opts.READ, opts.COUNT, opts.CONFIG)
