@@ -122,6 +122,7 @@ def _init_worker(stop: EventType) -> None:
     # (its temp file removed) and ends the process without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def _terminated(_signum: int, _frame: object) -> None:
@@ -164,7 +165,14 @@ def run_batch(
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(stop,)
     ) as pool:
-        pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
+        # The workers are forked here: they start with SIGINT and SIGTERM blocked
+        # until their own handlers are in place; an interrupt meanwhile waits
+        # for the parent, which takes it when the mask is lifted.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             for future in as_completed(pending):
                 outcome = future.result()
