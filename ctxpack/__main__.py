@@ -1,3 +1,23 @@
-from ctxpack.cli import main
+"""The entry point. Ctrl-C is handled from its first instant: the handler is
+installed before the command line's heavy imports, which an interrupt would
+otherwise end with a traceback."""
 
-main()
+import signal
+import sys
+
+from ctxpack import files
+from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, files.interrupt)
+    try:
+        from ctxpack.cli import main as run
+    except KeyboardInterrupt:
+        sys.stderr.write(f"error: {INTERRUPTED_MESSAGE}\n")
+        sys.exit(INTERRUPTED)
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # The exit code of a run stopped by Ctrl-C, as shells report SIGINT.
 INTERRUPTED = 130
+INTERRUPTED_MESSAGE = "interrupted; no output was left half-written"
 
 
 class CtxpackError(Exception):

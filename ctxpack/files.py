@@ -7,6 +7,7 @@ import errno
 import os
 import sys
 from pathlib import Path
+from types import FrameType
 
 from ctxpack.errors import InputError, OutputError, UsageError
 
@@ -26,10 +27,72 @@ def read_input(path: str) -> bytes:
         raise InputError(exc.strerror or str(exc), path=path) from None
 
 
+# Where a transcript read from stdin goes when stdout is a terminal.
+STDIN_OUTPUT = "stdin.ctxpack.jsonl"
+
+
 def sibling_output(path: str) -> str:
-    """`<stem>.ctxpack<suffix>` beside the input (session.jsonl -> session.ctxpack.jsonl)."""
+    """`<stem>.ctxpack<suffix>` beside the input (session.jsonl -> session.ctxpack.jsonl);
+    for stdin, stdin.ctxpack.jsonl in the current directory."""
+    if path == STDIO:
+        return STDIN_OUTPUT
     p = Path(path)
     return str(p.with_name(f"{p.stem}.ctxpack{p.suffix or '.jsonl'}"))
+
+
+def with_suffix(path: str, suffix: str) -> str:
+    """The same name with another suffix (x.ctxpack.traj -> x.ctxpack.jsonl)."""
+    return str(Path(path).with_suffix(suffix))
+
+
+def check_writable(path: str, *, create_parents: bool = False) -> None:
+    """Fail now, before any work, where a later write to `path` would fail.
+
+    The nearest existing directory above it must be writable; without
+    `create_parents` that is its own parent.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError("cannot write: Is a directory", path=path)
+    parent = target.parent
+    while create_parents and not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    problem = None
+    if not parent.exists():
+        problem = "No such file or directory"
+    elif not parent.is_dir():
+        problem = "Not a directory"
+    elif not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        problem = "Permission denied"
+    if problem is not None:
+        raise OutputError(f"cannot write: {problem}", path=path)
+
+
+# Set by the command line's SIGINT handler. An interrupt raised inside an
+# at-fork hook or a finalizer is lost (Python prints "Exception ignored" and
+# goes on), so there the handler only sets the flag; every write checks it and
+# raises, so no output is written or replaced once it is set.
+_interrupted = False
+_UNRAISABLE = frozenset(
+    {"__del__", "_acquireLock", "_releaseLock", "_after_at_fork_child_reinit_locks", "_after_fork"}
+)
+
+
+def interrupt(_signum: int, frame: FrameType | None) -> None:
+    """SIGINT handler: remember the interrupt, and raise it where it can propagate."""
+    global _interrupted
+    _interrupted = True
+    if frame is None or frame.f_code.co_name not in _UNRAISABLE:
+        raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    return _interrupted
+
+
+def raise_if_interrupted() -> None:
+    if _interrupted:
+        raise KeyboardInterrupt
 
 
 def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> None:
@@ -52,6 +115,7 @@ def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> Non
         if target.exists():
             with contextlib.suppress(OSError):
                 os.chmod(tmp_name, target.stat().st_mode & 0o7777)
+        raise_if_interrupted()
         os.replace(tmp_name, target)
         tmp_name = None
     except OSError as exc:
@@ -87,6 +151,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def write_stdout(data: bytes) -> None:
+    raise_if_interrupted()
     try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -18,6 +18,8 @@ class Status(StrEnum):
     PRUNED = "pruned"
     COMPACTED = "compacted"
     NOTHING_TO_COMPRESS = "nothing-to-compress"
+    # Under the threshold, but written in another format than it was read in.
+    CONVERTED = "converted"
 
 
 @dataclass

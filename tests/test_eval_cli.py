@@ -156,9 +156,13 @@ def test_usage_errors_exit_2(openhands_compacted: Path, args: list[str], message
     assert message in result.stderr
 
 
-def test_both_on_stdin_or_unpaired_sessions_exit_2() -> None:
+def test_both_on_stdin_or_unpaired_sessions_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["eval", "-", "-"], input=b"[]").exit_code == 2
-    result = runner.invoke(app, ["eval", str(TAU_BENCH), str(HAIKU)])
+    # The first session of tau-bench alone: derived, but the sessions do not pair.
+    first = formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH)).sessions[0].messages
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(b"".join(json.dumps(msg).encode() + b"\n" for msg in first))
+    result = runner.invoke(app, ["eval", str(TAU_BENCH), str(one)])
     assert result.exit_code == 2
     assert "sessions are compared by position" in result.stderr
 

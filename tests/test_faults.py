@@ -403,3 +403,68 @@ def test_sigint_while_children_count_exits_130_and_leaves_no_process(
     assert b"interrupted" in done.stderr and b"Traceback" not in done.stderr and done.stdout == b""
     with pytest.raises(ProcessLookupError):
         os.kill(int(ready.read_text()), 0)
+
+
+# Sends SIGINT to itself the moment the command line starts importing typer:
+# an interrupt during the imports, long before any command runs.
+EARLY = """
+import importlib.abc, os, pathlib, runpy, signal, sys
+ready = pathlib.Path(sys.argv[1])
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "typer":
+            ready.touch()
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["ctxpack", *sys.argv[2:]]
+runpy.run_module("ctxpack", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_sigint_during_the_imports_exits_130_with_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EARLY, str(tmp_path / "ready"), "count", str(HAIKU)],
+        capture_output=True,
+        check=False,
+    )
+    assert (tmp_path / "ready").exists()
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [
+        "error: interrupted; no output was left half-written"
+    ]
+    assert done.stdout == b""
+
+
+# Touches READY when a batch worker starts compacting a file, then sleeps in
+# the stage: Ctrl-C then reaches the parent and every worker, busy or idle.
+SLOW_STAGE = """
+import os, pathlib, runpy, sys, time
+from ctxpack.pipeline import stages
+ready = pathlib.Path(sys.argv[1])
+real = stages.Compress.__call__
+def slow(self, transcript, *, counter):
+    ready.touch()
+    time.sleep(30)
+    return real(self, transcript, counter=counter)
+stages.Compress.__call__ = slow
+sys.argv = ["ctxpack", *sys.argv[2:]]
+runpy.run_module("ctxpack", run_name="__main__")
+"""
+
+
+def test_sigint_in_a_parallel_batch_prints_one_line_and_no_traceback(
+    tmp_path: Path, session_bytes: bytes
+) -> None:
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for n in range(2):
+        (src / f"s{n}.jsonl").write_bytes(session_bytes)
+    # More workers than files: one waits idle for work when Ctrl-C comes.
+    args = [*COMPRESS, str(src), "-o", str(out), "--jobs", "3"]
+    done = _interrupt_mid_write(tmp_path / "ready", args, group=True, script=SLOW_STAGE)
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [
+        "error: interrupted; no output was left half-written"
+    ]
+    assert [p for p in out.rglob("*") if p.is_file()] == []

@@ -25,9 +25,9 @@ OPENHANDS = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gu
 READ_ONLY_WARNING = "warning: {} is read-only; the output is written as openai"
 # A path no archive can be opened at, on any Linux machine.
 UNWRITABLE_ARCHIVE = "/proc/a.db"
-ARCHIVE_WARNING = (
-    f"warning: not archived ({UNWRITABLE_ARCHIVE}: cannot open archive: No such file or "
-    "directory); --no-archive skips it"
+ARCHIVE_ERROR = (
+    f"error: not archived, so nothing was written ({UNWRITABLE_ARCHIVE}: cannot open archive:"
+    " No such file or directory); --no-archive skips the archive"
 )
 
 WRITERS = {
@@ -59,15 +59,16 @@ def test_a_read_only_input_is_written_as_openai_by_every_command(
 
 
 @pytest.mark.parametrize("command", list(WRITERS))
-def test_an_archive_that_cannot_be_opened_warns_the_same_in_every_command(
+def test_an_archive_that_cannot_be_opened_is_the_same_error_in_every_command(
     command: str, tmp_path: Path
 ) -> None:
+    # Without its archive a run cannot be restored: exit 1 and write nothing.
     out = tmp_path / "out.jsonl"
     args = [*WRITERS[command], str(HAIKU), "-o", str(out), "--archive", UNWRITABLE_ARCHIVE]
     result = runner.invoke(app, args, terminal_width=400)
-    assert result.exit_code == 0, result.output
-    assert _warnings(result.stderr)[-1] == ARCHIVE_WARNING
-    assert out.exists()
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == ARCHIVE_ERROR
+    assert not out.exists()
 
 
 def _llm(server: FakeLLM) -> list[str]:

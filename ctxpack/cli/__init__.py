@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import gc
 import importlib
+import signal
 import sys
 
+from ctxpack import files
 from ctxpack.cli.app import app
+from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE
 
 # Command name -> the module that defines it, in the order of `--help`.
 COMMANDS = {
@@ -54,5 +57,25 @@ def main() -> None:
     # the cycle collector only re-walks that tree (a third of the time on big
     # files), and reference counting frees everything we drop.
     gc.disable()
-    register(modules_for(sys.argv[1:]))
-    app()
+    if signal.getsignal(signal.SIGINT) is not files.interrupt:
+        signal.signal(signal.SIGINT, files.interrupt)
+    try:
+        register(modules_for(sys.argv[1:]))
+        app()
+    except KeyboardInterrupt:
+        # Outside a command (parsing, imports); a command's own is reported by app.
+        _interrupted()
+    except SystemExit as exc:
+        # An interrupt Python swallowed (raised inside a finalizer) still ends the run as one.
+        if files.interrupted() and exc.code != INTERRUPTED:
+            _interrupted()
+        raise
+    finally:
+        # Exiting now: a late Ctrl-C must not print a traceback from an exit hook.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupted() -> None:
+    sys.stderr.write(f"error: {INTERRUPTED_MESSAGE}\n")
+    sys.stderr.flush()
+    raise SystemExit(INTERRUPTED)

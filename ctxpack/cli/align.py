@@ -26,7 +26,7 @@ EPILOG = (
     ' {"path", "format", "encoding", "estimate", "budget": {...}, "sessions": [plan, ...]}'
     ' with one plan per session (its label under "session"), even for a single session.'
     " `ctxpack summarize --plan FILE` reads it back.\n\n"
-    "Examples:\n\n  ctxpack align session.jsonl\n\n"
+    "Examples:\n\n\b\n  ctxpack align session.jsonl\n\n"
     "  ctxpack align session.jsonl --tail-tokens 4000 --protect-first 2\n\n"
     "  ctxpack align session.jsonl --json > plan.json &&"
     " ctxpack summarize --plan plan.json session.jsonl"

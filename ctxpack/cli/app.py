@@ -10,7 +10,7 @@ from typer.core import TyperGroup
 
 from ctxpack import __version__
 from ctxpack import files as io
-from ctxpack.errors import INTERRUPTED, CtxpackError
+from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError
 
 # Command modules import the library inside their functions: `ctxpack --version`
 # and `--help` must not pay for tokenizers, rich or the pipeline.
@@ -31,7 +31,7 @@ class Reported(TyperGroup):
         except KeyboardInterrupt:
             from ctxpack.cli.render import error
 
-            error("interrupted; no output was left half-written")
+            error(INTERRUPTED_MESSAGE)
             raise typer.Exit(INTERRUPTED) from None
 
 

@@ -32,9 +32,9 @@ MAX_REFS_SHOWN = 3
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack restore session.ctxpack.jsonl -o session.jsonl"
-    "\n\n  ctxpack restore grown.ctxpack.jsonl --expand -o session.jsonl  # appended since"
-    "\n\n  cat small.jsonl | ctxpack restore - > original.jsonl"
+    epilog="Examples:\n\n\b\n  ctxpack restore session.ctxpack.jsonl -o session.jsonl"
+    "\n\n\b\n  ctxpack restore grown.ctxpack.jsonl --expand -o session.jsonl  # appended since"
+    "\n\n\b\n  cat small.jsonl | ctxpack restore - > original.jsonl"
 )
 def restore(
     path: InputArg,
@@ -95,9 +95,9 @@ def _restored_name(source: str) -> str:
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack show ctxpack:3f2a9c01bd"
-    "\n\n  ctxpack show 3f2a9c   # any unique prefix of 6+ hex digits"
-    "\n\n  ctxpack show ctxpack:3f2a9c01bd | less"
+    epilog="Examples:\n\n\b\n  ctxpack show ctxpack:3f2a9c01bd"
+    "\n\n\b\n  ctxpack show 3f2a9c   # any unique prefix of 6+ hex digits"
+    "\n\n\b\n  ctxpack show ctxpack:3f2a9c01bd | less"
 )
 def show(
     ref: Annotated[
@@ -119,12 +119,15 @@ def show(
 
 @app.command(
     name="log",
-    epilog="Examples:\n\n  ctxpack log\n\n  ctxpack log --limit 5 --json"
-    "\n\n  ctxpack log --archive ci-archive.db",
+    epilog="Examples:\n\n\b\n  ctxpack log\n\n\b\n  ctxpack log --limit 5 --json"
+    "\n\n\b\n  ctxpack log --archive ci-archive.db",
 )
 def log_command(
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most N compactions (0: all).")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, metavar="N", help="Show at most N compactions (0: all)."
+        ),
     ] = 20,
     json_out: Annotated[bool, typer.Option("--json", help="Print the log as JSON on stdout.")] = (
         False
@@ -132,9 +135,11 @@ def log_command(
     archive: ArchiveOpt = None,
 ) -> None:
     """List archived compactions, newest first: time, source, tokens, id, refs."""
+    from rich.console import Console
+
     from ctxpack.archive.db import resolve_path
     from ctxpack.archive.store import Archive
-    from ctxpack.cli.render import console, note
+    from ctxpack.cli.render import listing, note
 
     entries: list[Compaction] = []
     if resolve_path(archive).exists():
@@ -144,8 +149,25 @@ def log_command(
         print_json([entry.to_dict() for entry in entries])
     elif not entries:
         note(f"no compactions archived in {resolve_path(archive)}")
+    elif sys.stdout.isatty():
+        Console(highlight=False).print(_log_table(entries))
     else:
-        console.print(_log_table(entries))
+        listing(
+            ["time", "id", "tokens_before", "tokens_after", "source", "refs"],
+            [_log_row(entry) for entry in entries],
+        )
+
+
+def _log_row(entry: Compaction) -> list[str]:
+    """One compaction per line, every ref in it: for grep, cut and xargs ctxpack show."""
+    return [
+        entry.created.astimezone().strftime("%Y-%m-%dT%H:%M"),
+        entry.id,
+        "-" if entry.tokens_before is None else str(entry.tokens_before),
+        "-" if entry.tokens_after is None else str(entry.tokens_after),
+        entry.source_path,
+        " ".join([entry.input_ref, *entry.blob_refs]),
+    ]
 
 
 def _log_table(entries: list[Compaction]) -> Table:
@@ -184,7 +206,8 @@ def _escape(text: str) -> str:
 
 
 @archive_app.command(
-    epilog="Examples:\n\n  ctxpack archive check\n\n  ctxpack archive check --archive ci-archive.db"
+    epilog="Examples:\n\n\b\n  ctxpack archive check"
+    "\n\n\b\n  ctxpack archive check --archive ci-archive.db"
 )
 def check(archive: ArchiveOpt = None) -> None:
     """Verify every blob against its hash and that every compaction's blobs exist.
@@ -214,8 +237,8 @@ def check(archive: ArchiveOpt = None) -> None:
 
 
 @archive_app.command(
-    epilog="Examples:\n\n  ctxpack archive gc --older-than 30d"
-    "\n\n  ctxpack archive gc --older-than 12h --archive ci-archive.db"
+    epilog="Examples:\n\n\b\n  ctxpack archive gc --older-than 30d"
+    "\n\n\b\n  ctxpack archive gc --older-than 12h --archive ci-archive.db"
 )
 def gc(
     older_than: Annotated[

@@ -22,14 +22,19 @@ if TYPE_CHECKING:
 
 EXAMPLES = """Examples:
 
+\b
   ctxpack compress session.jsonl                      # writes session.ctxpack.jsonl
 
+\b
   ctxpack compress --force --offline s.jsonl -o small.jsonl --report report.json
 
+\b
   cat s.jsonl | ctxpack compress - | ctxpack count -   # in a pipe
 
+\b
   ctxpack compress logs/ -o compacted/ --jobs 4       # a whole tree, mirrored
 
+\b
   ctxpack compress s.jsonl --model llama3.1 --base-url http://localhost:11434/v1
 """
 
@@ -83,6 +88,23 @@ def compress(
             "less than this share of their facts: 0.9, or per category paths=1,commands=0.9.",
         ),
     ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include",
+            metavar="GLOB",
+            help="In directories, take only files whose name or relative path matches"
+            " (repeatable; default: *.jsonl, *.json, *.traj, *.ndjson).",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            metavar="GLOB",
+            help="In directories, leave out matching files (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Compact transcripts: prune old tool output, summarize the middle, keep the tail.
 
@@ -106,13 +128,21 @@ def compress(
         settings,
         min_retention=parse_min_retention(min_retention) if min_retention is not None else None,
     )
-    inputs = discover(paths)
+    found = discover(paths, include=tuple(include or ()), exclude=tuple(exclude or ()))
+    inputs = found.files
     if not inputs:
-        raise UsageError("no transcripts found in the given paths")
+        skipped = f" ({_skipped_text(found.skipped)})" if found.skipped else ""
+        raise UsageError(f"no transcripts found in the given paths{skipped}")
     report_file = ctx.params["report_file"]
     if len(inputs) == 1 and not any(Path(p).is_dir() for p in paths if p != files.STDIO):
         source = inputs[0][0]
-        job = opts.file_job(ctx, resolved, source=source, output=opts.output_target(source, output))
+        job = opts.file_job(
+            ctx,
+            resolved,
+            source=source,
+            output=opts.output_target(source, output),
+            named=output is None,
+        )
         compact_one(
             job,
             stage=stage,
@@ -122,12 +152,15 @@ def compress(
         return
     if output is not None and Path(output).is_file():
         raise UsageError("-o must name a directory when compressing several files")
+    if report_file is not None:
+        files.check_writable(report_file)
     jobs = [
         opts.file_job(
             ctx,
             resolved,
             source=source,
             output=str(Path(output) / rel) if output else files.sibling_output(source),
+            named=True,
         )
         for source, rel in inputs
     ]
@@ -135,7 +168,12 @@ def compress(
         if job.output:
             Path(job.output).parent.mkdir(parents=True, exist_ok=True)
     outcomes = _run_with_progress(jobs, stage, workers=resolved["jobs"], fail_fast=fail_fast)
-    _finish(outcomes, report_file=report_file)
+    _finish(outcomes, report_file=report_file, skipped=found.skipped)
+
+
+def _skipped_text(skipped: dict[str, int]) -> str:
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+    return f"{sum(skipped.values())} file(s) skipped: {parts}"
 
 
 def _run_with_progress(
@@ -166,9 +204,9 @@ def _run_with_progress(
         return run_batch(jobs, stage=stage, workers=max(1, workers), on_done=done)
 
 
-def _finish(outcomes: list[Outcome], *, report_file: str | None) -> None:
+def _finish(outcomes: list[Outcome], *, report_file: str | None, skipped: dict[str, int]) -> None:
     from ctxpack.cli.outcome import write_report
-    from ctxpack.cli.render import batch_totals, error
+    from ctxpack.cli.render import batch_totals, error, note, warn
 
     failures = [o for o in outcomes if o.error]
     reports = [o.report for o in outcomes if o.report is not None]
@@ -183,6 +221,11 @@ def _finish(outcomes: list[Outcome], *, report_file: str | None) -> None:
             for r in reports
         ]
     )
+    if skipped:
+        note(_skipped_text(skipped))
+    for report in reports:
+        for warning in dict.fromkeys(w for s in report.sessions for w in s.warnings):
+            warn(f"{report.path}: {warning}")
     for failure in failures:
         error(failure.error or "")
     if report_file is not None:
@@ -215,7 +258,8 @@ def _batch_document(outcomes: list[Outcome]) -> dict[str, Any]:
 
 @app.command(
     "config",
-    epilog="Examples:\n\n  ctxpack config\n\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
+    epilog="Examples:\n\n\b\n  ctxpack config"
+    "\n\n\b\n  CTXPACK_THRESHOLD=0.7 ctxpack config --model gpt-4o",
 )
 @opts.takes(opts.EVERY_SETTING, opts.CONFIG)
 def show_config(
@@ -224,7 +268,7 @@ def show_config(
 ) -> None:
     """Show the effective settings and where each value came from (flag, env, file, default)."""
     from ctxpack.cli.app import print_json
-    from ctxpack.cli.render import settings_table
+    from ctxpack.cli.render import listing
 
     resolved = opts.resolve(ctx)
     if json_out:
@@ -239,10 +283,11 @@ def show_config(
         }
         print_json({"config_file": resolved.config_file, "settings": data})
         return
-    settings_table(
-        f"config file: {resolved.config_file or 'none'}",
+    listing(
+        ["setting", "value", "source"],
         [
-            (s.name, config.display_value(s, resolved[s.name]), resolved.sources[s.name])
+            [s.name, config.display_value(s, resolved[s.name]), resolved.sources[s.name]]
             for s in config.SETTINGS
         ],
+        title=f"config file: {resolved.config_file or 'none'}",
     )

@@ -2,35 +2,70 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ctxpack import files
 from ctxpack.cli import settings as opts
 from ctxpack.cli.app import JsonOpt, app, print_json
 
+if TYPE_CHECKING:
+    from ctxpack.transcript import Transcript
+
+# The format whose reader starts at the agent's own last compaction.
+BOUNDED_FORMAT = "claude-stream-json"
+
+
+def _messages(transcript: Transcript) -> int:
+    return sum(len(s.messages) for s in transcript.sessions)
+
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack count session.jsonl\n\n  cat s.jsonl | ctxpack count - --json"
-    "\n\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
+    epilog="Examples:\n\n\b\n  ctxpack count session.jsonl"
+    "\n\n\b\n  cat s.jsonl | ctxpack count - --json"
+    "\n\n\b\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
 )
 @opts.takes(opts.READ, opts.COUNT, opts.CONFIG)
 def count(
     ctx: typer.Context,
     paths: Annotated[
-        list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE...")
+        list[str], typer.Argument(help="Transcript files, or - for stdin.", metavar="FILE")
     ],
     json_out: JsonOpt = False,
+    whole: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Count the whole file, also the turns before the agent's own last compaction"
+            " (claude-stream-json), which it no longer sees.",
+        ),
+    ] = False,
 ) -> None:
-    """Count tokens and messages by role and by kind, per session and in total."""
-    from ctxpack.cli.render import count_report
+    """Count tokens and messages by role and by kind, per session and in total.
+
+    What is counted is what the agent would resume from: for claude-stream-json,
+    the turns after its last compact boundary (a note says how many come before;
+    --all counts them too)."""
+    from ctxpack.cli.render import count_report, note
     from ctxpack.tokens.tally import count_transcript
 
     counter = opts.counter(ctx, opts.resolve(ctx))
-    reports = [
-        count_transcript(opts.load(ctx, path, fmt=ctx.params["from_"]), counter=counter)
-        for path in paths
-    ]
+    fmt = ctx.params["from_"]
+    reports = []
+    for path in paths:
+        transcript = opts.load(ctx, path, fmt=fmt, whole_history=whole)
+        # (stdin cannot be read twice: it is counted without the note)
+        if not whole and transcript.format == BOUNDED_FORMAT and path != files.STDIO:
+            earlier = _messages(opts.load(ctx, path, fmt=fmt, whole_history=True)) - _messages(
+                transcript
+            )
+            if earlier > 0:
+                note(
+                    f"{transcript.path}: counting from the last compact boundary;"
+                    f" {earlier:,} earlier message(s) before it are not counted (--all counts them)"
+                )
+        reports.append(count_transcript(transcript, counter=counter))
     if json_out:
         data = [r.to_dict() for r in reports]
         print_json(data[0] if len(data) == 1 else {"files": data})

@@ -16,18 +16,24 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ctxpack.evaluate.retention import EvalReport
+    from ctxpack.transcript import Transcript
 
 
 EXAMPLES = """Examples:
 
+\b
   ctxpack compress --force --offline s.jsonl -o small.jsonl
 
+\b
   ctxpack eval s.jsonl small.jsonl                     # tables on stderr
 
+\b
   ctxpack eval s.jsonl small.jsonl --json > eval.json
 
+\b
   ctxpack eval s.jsonl small.jsonl --min-retention 0.9   # CI: exit 4 below 90%
 
+\b
   ctxpack eval run.traj small.json --min-retention paths=1.0,commands=1.0,errors=0.8
 """
 MISSING_SHOWN = 3
@@ -83,6 +89,12 @@ def eval_(
     counter = opts.counter(ctx, opts.resolve(ctx))
     before = opts.load(ctx, original, fmt=ctx.params["from_"])
     after = opts.load(ctx, compacted, fmt=compacted_from)
+    if not _derived(before, after):
+        raise UsageError(
+            f"{after.path} does not look derived from {before.path}: no head message in"
+            " common and no ctxpack summary, note or ref in it; compare a transcript with"
+            " its own compaction"
+        )
     reports = evaluate_transcripts(before, after, counter=counter)
     failures = gate(reports, thresholds) if thresholds is not None else []
     if json_out:
@@ -96,6 +108,31 @@ def eval_(
             console.print(f"[red]gate:[/] {escape(failure)}")
         raise RetentionError(f"--min-retention not met ({len(failures)} failure(s))")
     note("gate passed: " + ", ".join(f"{k} ≥ {v:.0%}" for k, v in thresholds.items()))
+
+
+# How many messages at the start of each session a compaction keeps verbatim
+# at the least (the protected head) and is compared on.
+HEAD_MESSAGES = 3
+
+
+def _derived(before: Transcript, after: Transcript) -> bool:
+    """Whether COMPACTED can be a compaction of ORIGINAL: a head message in
+    common, or anything ctxpack writes (a summary, its note, a ref)."""
+    from ctxpack import markers
+    from ctxpack import messages as m
+    from ctxpack.refs import REF_PREFIX
+
+    def heads(t: Transcript) -> set[str]:
+        texts = (m.text(msg) for s in t.sessions for msg in s.messages[:HEAD_MESSAGES])
+        return {text for text in texts if text.strip()}
+
+    if heads(before) & heads(after):
+        return True
+    return any(
+        markers.is_summary(msg) or markers.has_system_note(msg) or REF_PREFIX in m.text(msg)
+        for s in after.sessions
+        for msg in s.messages
+    )
 
 
 def _payload(

@@ -20,13 +20,11 @@ SidechainsOpt = Annotated[
 ]
 
 
-@app.command("formats", epilog="Example:\n\n  ctxpack formats --json")
+@app.command("formats", epilog="Example:\n\n\b\n  ctxpack formats --json")
 def list_formats(json_out: JsonOpt = False) -> None:
     """List the transcript formats ctxpack reads and writes (detection order)."""
-    from rich.table import Table
-
     from ctxpack import formats as registry
-    from ctxpack.cli.render import console
+    from ctxpack.cli.render import listing
 
     rows = [
         {
@@ -40,19 +38,18 @@ def list_formats(json_out: JsonOpt = False) -> None:
     if json_out:
         print_json(rows)
         return
-    table = Table(show_edge=False)
-    for column in ("format", "read", "write", "description"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(
-            str(row["name"]), "yes", "yes" if row["writable"] else "-", str(row["description"])
-        )
-    console.print(table)
+    listing(
+        ["format", "read", "write", "description"],
+        [
+            [str(row["name"]), "yes", "yes" if row["writable"] else "-", str(row["description"])]
+            for row in rows
+        ],
+    )
 
 
 @app.command(
-    epilog="Examples:\n\n  ctxpack convert session.jsonl --to openai -o session.openai.jsonl"
-    "\n\n  ctxpack convert run.traj --to openai > run.jsonl"
+    epilog="Examples:\n\n\b\n  ctxpack convert session.jsonl --to openai -o session.openai.jsonl"
+    "\n\n\b\n  ctxpack convert run.traj --to openai > run.jsonl"
 )
 @opts.takes(opts.READ)
 def convert(

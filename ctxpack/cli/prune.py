@@ -19,12 +19,16 @@ if TYPE_CHECKING:
 
 EXAMPLES = """Examples:
 
+\b
   ctxpack prune --dry-run session.jsonl            # the plan and its savings; writes nothing
 
+\b
   ctxpack prune session.jsonl -o pruned.jsonl
 
+\b
   cat s.jsonl | ctxpack prune - | ctxpack count -
 
+\b
   ctxpack prune runs.json --messages-key traj --tail-tokens 2000 --protect-last 6 --dry-run --json
 """
 
@@ -67,6 +71,7 @@ def prune(
         resolved,
         source=path,
         output=opts.output_target(path, output),
+        named=output is None,
         write=not dry_run and not (json_out and output is None),
     )
     stage = Prune(

@@ -230,9 +230,23 @@ def _change(after: int, before: int) -> str:
     return f"{(after - before) / before:+.1%}"
 
 
+# What the number and status columns of a batch row take, borders included.
+BATCH_COLUMNS = 52
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """The start and the end of a long name, which say the most (dir… and .ext)."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+
+
 def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     table = Table(show_edge=False, title="batch", title_justify="left")
-    table.add_column("file", overflow="fold")
+    # One line per file: a name too long for the terminal loses its middle.
+    name_width = max(console.width - BATCH_COLUMNS, 20)
+    table.add_column("file", no_wrap=True)
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
     table.add_column("ratio", justify="right")
@@ -242,7 +256,7 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
         tb += before
         ta += after
         table.add_row(
-            _escape(name),
+            _escape(shorten_middle(name, name_width)),
             f"{before:,}",
             f"{after:,}",
             f"{after / before:.1%}" if before else "-",
@@ -260,11 +274,26 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     console.print(table)
 
 
-def settings_table(title: str, rows: list[tuple[str, str, str]]) -> None:
-    table = Table(title=_escape(title), title_justify="left", show_edge=False)
-    table.add_column("setting", style="bold")
-    table.add_column("value")
-    table.add_column("source", style="dim")
-    for name, value, source in rows:
-        table.add_row(name, _escape(value), _escape(source))
-    console.print(table)
+def listing(headers: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
+    """A listing is data, so it goes to stdout: a table on a terminal; piped, plain
+    columns (no box, no colour) that grep, cut and awk read. The title goes to stderr."""
+    import sys
+
+    from ctxpack import files
+
+    if title is not None:
+        note(title)
+    if sys.stdout.isatty():
+        table = Table(show_edge=False)
+        for header in headers:
+            table.add_column(header)
+        for row in rows:
+            table.add_row(*(_escape(cell) for cell in row))
+        Console(highlight=False).print(table)
+        return
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+    files.write_stdout("".join(line + "\n" for line in lines).encode())

@@ -196,11 +196,11 @@ def read_options(ctx: typer.Context, **more: Any) -> ReadOptions:
     )
 
 
-def load(ctx: typer.Context, path: str, *, fmt: str | None) -> Transcript:
+def load(ctx: typer.Context, path: str, *, fmt: str | None, **more: Any) -> Transcript:
     """A transcript for a command that never writes it back."""
     from ctxpack.pipeline.run import read_transcript
 
-    return read_transcript(path, fmt=fmt, options=read_options(ctx, keep_bytes=False))
+    return read_transcript(path, fmt=fmt, options=read_options(ctx, keep_bytes=False, **more))
 
 
 def counter(ctx: typer.Context, resolved: config.Resolved) -> TokenCounter:
@@ -215,18 +215,22 @@ def file_job(
     *,
     source: str,
     output: str | None,
+    named: bool = False,
     write: bool = True,
 ) -> FileJob:
     """One transcript's input, output and archive, from the READ, COUNT, OUTPUT and
-    ARCHIVE options a command takes."""
+    ARCHIVE options a command takes; `named`: ctxpack chose the output's name."""
     from ctxpack.pipeline.run import FileJob
 
     params = ctx.params
     if resolved["recall"] and params.get("no_archive"):
         raise UsageError("--recall cites the archive: it cannot go with --no-archive")
+    report = params.get("report_file")
     return FileJob(
         source=source,
         output=output,
+        output_named=named,
+        also_writes=(report,) if report is not None else (),
         read_options=read_options(ctx, keep_bytes=write),
         input_format=params["from_"],
         output_format=params.get("to"),
@@ -239,12 +243,16 @@ def file_job(
 
 
 def compress_settings(
-    ctx: typer.Context, resolved: config.Resolved, **more: Any
+    ctx: typer.Context, resolved: config.Resolved, *, sending: bool = True, **more: Any
 ) -> CompressSettings:
-    """The compaction settings, from the BUDGET, SUMMARY and PRUNING options."""
+    """The compaction settings, from the BUDGET, SUMMARY and PRUNING options.
+    `sending=False` (a request only shown): no API key is needed."""
     from ctxpack.pipeline.compaction import CompressSettings
 
     params = ctx.params
+    env: dict[str, str] = dict(os.environ)
+    if not sending:
+        env["OPENAI_API_KEY"] = env.get("OPENAI_API_KEY") or "not-sent"
     previous = params["previous_summary"]
     return CompressSettings(
         budget=config.budget_from(resolved),
@@ -255,7 +263,7 @@ def compress_settings(
             else None
         ),
         llm=config.llm_from(
-            resolved, offline=params["offline"], use_cache=not params["no_cache"], env=os.environ
+            resolved, offline=params["offline"], use_cache=not params["no_cache"], env=env
         ),
         on_failure=(
             "strict" if params["strict"] else "abort" if params["abort_on_failure"] else "fallback"
@@ -266,12 +274,12 @@ def compress_settings(
 
 
 def output_target(source: str, output: str | None) -> str | None:
-    """Where one transcript goes: -o FILE; else beside the input when stdout is a
-    terminal; else stdout (None)."""
+    """Where one transcript goes: -o FILE; else, when stdout is a terminal, beside
+    the input (stdin.ctxpack.jsonl for stdin); else stdout (None)."""
     import sys
 
     if output is not None:
         return None if output == files.STDIO else output
-    if sys.stdout.isatty() and source != files.STDIO:
+    if sys.stdout.isatty():
         return files.sibling_output(source)
     return None

@@ -21,19 +21,25 @@ if TYPE_CHECKING:
 
 SUMMARIZE_EXAMPLES = """Examples:
 
+\b
   ctxpack summarize --offline session.jsonl -o small.jsonl
 
+\b
   ctxpack prune s.jsonl | ctxpack summarize --offline - > small.jsonl
 
+\b
   ctxpack align s.jsonl --json > plan.json && ctxpack summarize s.jsonl --plan plan.json
 
+\b
   ctxpack summarize s.jsonl --model gpt-4o-mini --dump-prompt    # show the request, send nothing
 """
 
 UPDATE_EXAMPLES = """Examples:
 
+\b
   ctxpack update compacted.jsonl -o compacted2.jsonl      # the session went on: fold new turns in
 
+\b
   ctxpack update s.jsonl --previous-summary summary.md --offline
 """
 
@@ -107,7 +113,7 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
         from ctxpack.pipeline.stages import Summarize
 
         resolved = opts.resolve(ctx)
-        settings = opts.compress_settings(ctx, resolved, force=True)
+        settings = opts.compress_settings(ctx, resolved, sending=not dump_prompt, force=True)
         document = _read_plan(plan)
         if dump_prompt:
             transcript = opts.load(ctx, path, fmt=ctx.params["from_"])
@@ -115,7 +121,13 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
             _dump_prompt(transcript, counter=counter, settings=settings, plan=document)
             return
         compact_one(
-            opts.file_job(ctx, resolved, source=path, output=opts.output_target(path, output)),
+            opts.file_job(
+                ctx,
+                resolved,
+                source=path,
+                output=opts.output_target(path, output),
+                named=output is None,
+            ),
             stage=Summarize(settings, plan=document, require_previous=require_previous),
             model=settings.llm.model if settings.llm else None,
             report_file=ctx.params["report_file"],

@@ -51,10 +51,25 @@ def get(name: str) -> FormatAdapter:
         raise UsageError(f"unknown format {name!r}; known: {', '.join(REGISTRY)}") from None
 
 
+# Bytes text never holds (tab, newlines, form feed and escape aside).
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\x1b")
+
+
+def is_binary(head: bytes) -> bool:
+    """Not text: a NUL byte, or more than a few control bytes (an image, an archive).
+    Text in a wrong encoding is still text: its reader names the bad line."""
+    if b"\x00" in head:
+        return True
+    control = len(head) - len(head.translate(None, _CONTROL))
+    return control > len(head) // 20
+
+
 def detect(data: bytes, *, path: str) -> FormatAdapter:
     head = data[:HEAD_BYTES].removeprefix(BOM)
     if not head.strip():
         return REGISTRY["openai"]
+    if is_binary(head):
+        raise InputError("a binary file, not text: not a transcript", path=path)
     for adapter in REGISTRY.values():
         if adapter.detect(head):
             return adapter

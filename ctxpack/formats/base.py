@@ -20,6 +20,9 @@ class ReadOptions:
     # Dotted path to the message list inside each record ("traj", "a.b.-1").
     messages_key: str | None = None
     include_sidechains: bool = False
+    # Also the turns before the format's own last compaction marker, which the
+    # agent no longer sees (claude-stream-json); only for counting.
+    whole_history: bool = False
     # False when the transcript will never be written back: readers then keep
     # no per-message bytes, so the input can be freed once it is parsed.
     keep_bytes: bool = True

@@ -54,9 +54,13 @@ def _parent_tool(obj: Obj) -> Any:
     return obj.get("parent_tool_use_id") or (obj.get("message") or {}).get("parent_tool_use_id")
 
 
-def views(doc: jsonl.Lines, *, include_sidechains: bool) -> list[tuple[str, list[int]]]:
+def views(
+    doc: jsonl.Lines, *, include_sidechains: bool, whole_history: bool = False
+) -> list[tuple[str, list[int]]]:
     start = 0
     for index, obj in enumerate(doc.objs):
+        if whole_history:
+            break
         if obj is not None and obj.get("type") == "system" and subtype(obj) == "compact_boundary":
             start = index
     main: list[int] = []
@@ -169,7 +173,11 @@ class ClaudeStreamFormat:
         doc = jsonl.parse(data, path=path, options=options)
         sessions: list[Session] = [
             session_of(doc, lines, label)
-            for label, lines in views(doc, include_sidechains=options.include_sidechains)
+            for label, lines in views(
+                doc,
+                include_sidechains=options.include_sidechains,
+                whole_history=options.whole_history,
+            )
         ]
         return chain_transcript(self.name, doc, sessions, path=path, data=data)
 

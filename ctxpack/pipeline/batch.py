@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,21 +38,39 @@ def compress_file(
     return outcome
 
 
-def discover(paths: list[str]) -> list[tuple[str, str]]:
-    """(file, path relative to its root) for files and directories given.
+@dataclass
+class Found:
+    """The files of a batch and, by reason, how many in its directories were skipped."""
 
-    Directories are walked recursively and keep only files whose content
-    looks like a transcript, so notes and other files beside them are skipped.
+    files: list[tuple[str, str]] = field(default_factory=list)  # (file, path relative to root)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def discover(
+    paths: list[str], *, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> Found:
+    """The files given, and the files under the directories given.
+
+    Directories are walked recursively. A file is kept when its name matches
+    an --include glob (by default, a transcript suffix), no --exclude glob,
+    and its content looks like a transcript; the others are counted by reason.
     """
-    found: list[tuple[str, str]] = []
+    found = Found()
     for given in paths:
         p = Path(given)
         if given == files.STDIO or not p.is_dir():
-            found.append((given, p.name))
+            found.files.append((given, p.name))
             continue
         for child in sorted(_walk(p)):
-            if looks_like_transcript(child):
-                found.append((str(child), str(child.relative_to(p))))
+            rel = str(child.relative_to(p))
+            reason = _skip_reason(child, rel, include=include, exclude=exclude)
+            if reason is None:
+                found.files.append((str(child), rel))
+            else:
+                found.skip(reason)
     return found
 
 
@@ -57,18 +78,37 @@ def _walk(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
-            if name.endswith(TRANSCRIPT_SUFFIXES) and ".ctxpack." not in name:
+            if not name.startswith("."):
                 yield Path(dirpath) / name
 
 
-def looks_like_transcript(path: Path) -> bool:
+def _matches(rel: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(Path(rel).name, g) for g in globs)
+
+
+def _skip_reason(
+    path: Path, rel: str, *, include: tuple[str, ...], exclude: tuple[str, ...]
+) -> str | None:
+    if ".ctxpack." in path.name:
+        return "ctxpack output"
+    if exclude and _matches(rel, exclude):
+        return "--exclude"
+    if include and not _matches(rel, include):
+        return "not --include"
+    if not include and not path.name.endswith(TRANSCRIPT_SUFFIXES):
+        return f"not {'/'.join(TRANSCRIPT_SUFFIXES)}"
     try:
         with path.open("rb") as handle:
             head = handle.read(formats.HEAD_BYTES)
+    except OSError:
+        return "unreadable"
+    if formats.is_binary(head):
+        return "binary"
+    try:
         formats.detect(head, path=str(path))
-    except (OSError, InputError):
-        return False
-    return True
+    except InputError:
+        return "not a transcript"
+    return None
 
 
 _stop: EventType | None = None
@@ -77,19 +117,24 @@ _stop: EventType | None = None
 def _init_worker(stop: EventType) -> None:
     global _stop
     _stop = stop
+    # Ctrl-C reaches the whole process group; the parent alone answers it and
+    # ends the workers with SIGTERM, which unwinds a write like an interrupt
+    # (its temp file removed) and ends the process without a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise SystemExit(INTERRUPTED)
 
 
 def _worker_job(job: FileJob, stage: Compress) -> FileOutcome[CompressReport]:
     if _stop is not None and _stop.is_set():
         return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
-    try:
-        # The batch already keeps every core busy with a file each.
-        counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
-        return compress_file(job, stage=stage, counter=counter)
-    except KeyboardInterrupt:
-        if _stop is not None:
-            _stop.set()
-        raise
+    # The batch already keeps every core busy with a file each.
+    counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
+    return compress_file(job, stage=stage, counter=counter)
 
 
 Outcome = FileOutcome[CompressReport]
@@ -120,7 +165,14 @@ def run_batch(
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(stop,)
     ) as pool:
-        pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
+        # The workers are forked here: they start with SIGINT and SIGTERM blocked
+        # until their own handlers are in place; an interrupt meanwhile waits
+        # for the parent, which takes it when the mask is lifted.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             for future in as_completed(pending):
                 outcome = future.result()
@@ -132,7 +184,11 @@ def run_batch(
                     break
         except BaseException:
             stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
+            for future in pending:
+                future.cancel()
+            for child in multiprocessing.active_children():
+                child.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
     # Worker results carry pickled copies of their jobs: match them by source.
     order = {job.source: i for i, job in enumerate(jobs)}

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from ctxpack import files, formats
+from ctxpack.archive.db import resolve_path
 from ctxpack.archive.types import Origin
-from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.errors import CtxpackError, InputError, OutputError, UsageError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.archiving import Kept, record_run
 from ctxpack.refs import Blob
@@ -18,8 +19,10 @@ from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
-# The output format when the input's own format cannot be written.
+# The output format when the input's own format cannot be written, and the
+# suffix a name ctxpack chose takes when it is written.
 FALLBACK_FORMAT = "openai"
+FALLBACK_SUFFIX = ".jsonl"
 
 R = TypeVar("R")
 
@@ -28,6 +31,12 @@ R = TypeVar("R")
 class FileJob:
     source: str
     output: str | None  # None: the bytes go back to the caller (stdout)
+    # True when ctxpack chose the output's name (beside the input, a batch
+    # mirror): a transcript converted to openai then gets a .jsonl name.
+    output_named: bool = False
+    # Files the caller writes after the run (a --report): checked with the
+    # output and the archive before any work.
+    also_writes: tuple[str, ...] = ()
     read_options: ReadOptions = field(default_factory=ReadOptions)
     input_format: str | None = None
     output_format: str | None = None  # None: the input's format, if it can be written
@@ -45,12 +54,14 @@ class Staged(Generic[R]):
 
     result: Transcript
     report: R
-    # Where the run's own warnings go (read-only input, archive failure).
+    # Where the run's own warnings go (a read-only input).
     warnings: list[str]
     # What the archive keeps of the settings (never a key) and of the report.
     archive_settings: dict[str, Any] = field(default_factory=dict)
     archive_report: Callable[[], dict[str, Any]] = dict
     blobs: list[tuple[Blob, Origin]] = field(default_factory=list)
+    # Told the format written when it is not the input's, so the report can say so.
+    converted: Callable[[str], None] | None = None
 
 
 class Stage(Protocol[R]):
@@ -84,7 +95,34 @@ def output_format(source_format: str, requested: str | None) -> tuple[str, str |
 def read_transcript(source: str, *, fmt: str | None, options: ReadOptions) -> Transcript:
     """A transcript from a file, or from stdin for "-"."""
     name = "<stdin>" if source == files.STDIO else source
-    return formats.read(files.read_input(source), path=name, fmt=fmt, options=options)
+    data = files.read_input(source)
+    transcript = formats.read(data, path=name, fmt=fmt, options=options)
+    if not any(s.messages for s in transcript.sessions):
+        raise InputError(_no_messages(data, path=name, fmt=fmt), path=name)
+    return transcript
+
+
+def _no_messages(data: bytes, *, path: str, fmt: str | None) -> str:
+    """Why a transcript with no messages is refused: nothing would be compacted,
+    and writing it back would only copy (or empty) a file."""
+    if not data.strip():
+        return "the file is empty: no messages (a shell `>` onto the input empties it first)"
+    if fmt is None:
+        return "no messages found in this transcript"
+    try:
+        looks = f"; its content looks like {formats.detect(data, path=path).name}"
+    except InputError:
+        looks = ""
+    return f"no messages read as --from {fmt}{looks}: name the right format or drop --from"
+
+
+def check_outputs(job: FileJob) -> None:
+    """Every path the run will write, checked before it reads a byte."""
+    paths = [*([job.output] if job.output is not None else []), *job.also_writes]
+    for path in paths:
+        files.check_writable(path)
+    if job.archive:
+        files.check_writable(str(resolve_path(job.archive_path)), create_parents=True)
 
 
 def run_file(
@@ -92,6 +130,8 @@ def run_file(
 ) -> FileOutcome[R]:
     """Read, stage, write and archive one transcript; errors are raised."""
     counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
+    if job.write:
+        check_outputs(job)
     transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
     if not job.write:
         return FileOutcome(job, report=stage(transcript, counter=counter).report)
@@ -100,17 +140,25 @@ def run_file(
     staged = stage(transcript, counter=counter)
     if warning is not None:
         staged.warnings.append(warning)
+    output = job.output
+    if fmt != transcript.format:
+        if staged.converted is not None:
+            staged.converted(fmt)
+        if output is not None and job.output_named and fmt == FALLBACK_FORMAT:
+            output = files.with_suffix(output, FALLBACK_SUFFIX)
     data = formats.write(staged.result, counter=counter, fmt=fmt)
+    files.raise_if_interrupted()
     if job.archive:
         _archive(job, transcript, staged, data)
-    if job.output is None:
+    if output is None:
         return FileOutcome(job, report=staged.report, data=data, target="stdout")
-    files.write_atomic(job.output, data, inputs=(job.source,))
-    return FileOutcome(job, report=staged.report, target=job.output)
+    files.write_atomic(output, data, inputs=(job.source,))
+    return FileOutcome(job, report=staged.report, target=output)
 
 
 def _archive(job: FileJob, original: Transcript, staged: Staged[Any], data: bytes) -> None:
-    """A failing archive costs reversibility, not the run: it warns."""
+    """A run that cannot be archived cannot be restored: it is an error, before
+    the output is written; --no-archive is the way to run without one."""
     try:
         kept = Kept(
             settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
@@ -123,7 +171,10 @@ def _archive(job: FileJob, original: Transcript, staged: Staged[Any], data: byte
             kept=kept,
         )
     except CtxpackError as exc:
-        staged.warnings.append(f"not archived ({exc.describe()}); --no-archive skips it")
+        raise OutputError(
+            f"not archived, so nothing was written ({exc.describe()});"
+            " --no-archive skips the archive"
+        ) from None
 
 
 def unchanged(transcript: Transcript, *, counter: TokenCounter) -> Staged[Transcript]:

@@ -14,7 +14,7 @@ from ctxpack.pipeline.archiving import settings_record
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
 from ctxpack.pipeline.run import Staged
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
-from ctxpack.report import CompressReport, SessionReport
+from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
@@ -103,6 +103,7 @@ def _compacted(
             for number, s in enumerate(report.sessions)
             for blob in s.blobs
         ],
+        converted=lambda fmt: _converted(report, fmt),
     )
 
 
@@ -111,6 +112,14 @@ def _summarized(number: int, label: str, report: SessionReport) -> Origin:
     return Origin(
         kind=SUMMARIZED_TURNS, session=number, session_label=label, message=start, end=end
     )
+
+
+def _converted(report: CompressReport, fmt: str) -> None:
+    """A session passed through unchanged is still rewritten in another format."""
+    for session in report.sessions:
+        if session.status == Status.UNDER_THRESHOLD:
+            session.status = Status.CONVERTED
+            session.notes = [f"under the threshold: messages unchanged, written as {fmt}"]
 
 
 def measure_retention(
