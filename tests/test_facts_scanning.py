@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ctxpack import formats
@@ -149,6 +149,8 @@ PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PATH_PIECES), max_size=30).map("".join))
 def test_path_words_are_the_whitespace_separated_ones(text: str) -> None:
+    # A drive letter (a:\\) starts a Windows path inside a word: plain_words does not model it.
+    assume(":\\" not in text)
     assert paths_in_text(text) == plain_words(text)
 
 
