@@ -1,7 +1,10 @@
 """Transcript formats: one adapter per format, registered in one table.
 
 Reading detects the format from the content (most specific adapter first,
-`openai` last). Writing uses the transcript's own format by default, which
+`openai` last): first from the head of the file, then, when no specific
+adapter claims the head, from the whole document, whose telling keys may come
+late (a SWE-agent `.traj` with `trajectory` before `history`, an OpenHands
+record behind a large instruction). Writing uses the transcript's own format by default, which
 puts unchanged bytes back exactly; naming another format converts: the target
 is built from the messages alone (`convert`).
 """
@@ -51,24 +54,44 @@ def get(name: str) -> FormatAdapter:
         raise UsageError(f"unknown format {name!r}; known: {', '.join(REGISTRY)}") from None
 
 
-def detect(data: bytes, *, path: str) -> FormatAdapter:
-    head = data[:HEAD_BYTES].removeprefix(BOM)
+def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> FormatAdapter:
+    head = data[len(BOM) : len(BOM) + HEAD_BYTES] if data.startswith(BOM) else data[:HEAD_BYTES]
     if not head.strip():
         return REGISTRY["openai"]
-    for adapter in REGISTRY.values():
-        if adapter.detect(head):
-            return adapter
-    if head.lstrip()[:1] in (b"{", b"["):
-        # A JSON document whose message list lies beyond the head (big records).
+    specific = [a for name, a in REGISTRY.items() if name != "openai"]
+    found = next((a for a in specific if a.detect(head)), None)
+    if found is None and len(data) > len(head):
+        # Searched in place: the bytes already read, never parsed twice.
+        whole = data.removeprefix(BOM)
+        found = next((a for a in specific if a.detect(whole)), None)
+        head = whole
+    if found is not None:
+        return found
+    if REGISTRY["openai"].detect(head) or (options is not None and options.messages_key):
         return REGISTRY["openai"]
-    raise InputError("cannot tell the transcript format; name it with --from", path=path)
+    raise InputError(
+        f"cannot tell the transcript format (none of {', '.join(REGISTRY)} matched); "
+        "name it with --from FORMAT",
+        path=path,
+    )
 
 
 def read(
     data: bytes, *, path: str, fmt: str | None = None, options: ReadOptions | None = None
 ) -> Transcript:
-    adapter = get(fmt) if fmt else detect(data, path=path)
-    return adapter.read(data, path=path, options=options or ReadOptions())
+    options = options or ReadOptions()
+    adapter = get(fmt) if fmt else detect(data, path=path, options=options)
+    transcript = adapter.read(data, path=path, options=options)
+    if fmt and not any(s.messages for s in transcript.sessions):
+        raise InputError(f"read as {fmt}, the file holds no messages; {_guess(data)}", path=path)
+    return transcript
+
+
+def _guess(data: bytes) -> str:
+    try:
+        return f"it looks like {detect(data, path='').name}"
+    except InputError:
+        return f"it matches none of {', '.join(REGISTRY)}"
 
 
 def write(transcript: Transcript, *, counter: TokenCounter, fmt: str | None = None) -> bytes:
