@@ -35,8 +35,7 @@ def _writable() -> list[Path]:
     for path in sorted(FIXTURES.glob("*/*")):
         if path.suffix not in (".json", ".jsonl", ".traj"):
             continue
-        head = path.read_bytes()[: formats.HEAD_BYTES]
-        if formats.detect(head, path=str(path)).writable:
+        if formats.detect(path.read_bytes(), path=str(path)).writable:
             out.append(path)
     return out
 

@@ -21,7 +21,9 @@ from ctxpack.formats.claude_stream import ClaudeStreamFormat
 from ctxpack.formats.codex import CodexFormat
 from ctxpack.formats.gemini import GeminiFormat
 from ctxpack.formats.openai import OpenAIFormat
+from ctxpack.formats.opencode import OpencodeFormat
 from ctxpack.formats.openhands import OpenHandsFormat
+from ctxpack.formats.pi import PiFormat
 from ctxpack.formats.sharegpt import ShareGPTFormat
 from ctxpack.formats.swe_agent import SWEAgentFormat
 from ctxpack.tokens.counter import TokenCounter
@@ -34,8 +36,10 @@ REGISTRY: dict[str, FormatAdapter] = {
         CodexFormat(),
         ClaudeStreamFormat(),
         ClaudeCodeFormat(),
+        PiFormat(),
         ATIFFormat(),
         GeminiFormat(),
+        OpencodeFormat(),
         OpenHandsFormat(),
         SWEAgentFormat(),
         ShareGPTFormat(),
