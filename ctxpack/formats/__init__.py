@@ -73,7 +73,14 @@ def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> For
         return found
     if REGISTRY["openai"].detect(head) or (options is not None and options.messages_key):
         return REGISTRY["openai"]
-    raise InputError(
+    if len(data) >= HEAD_BYTES and head.lstrip()[:1] in (b"{", b"["):
+        # Only a head was given (a batch scan): the message list may lie beyond it.
+        return REGISTRY["openai"]
+    raise _unknown(path)
+
+
+def _unknown(path: str) -> InputError:
+    return InputError(
         f"cannot tell the transcript format (none of {', '.join(REGISTRY)} matched); "
         "name it with --from FORMAT",
         path=path,
@@ -85,8 +92,13 @@ def read(
 ) -> Transcript:
     options = options or ReadOptions()
     adapter = get(fmt) if fmt else detect(data, path=path, options=options)
-    transcript = adapter.read(data, path=path, options=options)
-    if fmt and not any(s.messages for s in transcript.sessions):
+    try:
+        transcript = adapter.read(data, path=path, options=options)
+    except InputError:
+        if fmt or adapter.name != "openai" or options.messages_key or adapter.detect(data):
+            raise
+        raise _unknown(path) from None
+    if fmt and data.strip() and not any(s.messages for s in transcript.sessions):
         raise InputError(f"read as {fmt}, the file holds no messages; {_guess(data)}", path=path)
     return transcript
 

@@ -91,8 +91,9 @@ def messages_of(item: Doc) -> list[Message]:
         msg.setdefault("tool_calls", []).append(
             {"id": call_id, "type": "function", "function": call}
         )
-        said = state.get("output", state.get("error", ""))
-        results.append({"role": "tool", "tool_call_id": call_id, "content": str(said or "")})
+        if "output" in state or "error" in state:
+            said = state.get("output", state.get("error"))
+            results.append({"role": "tool", "tool_call_id": call_id, "content": str(said or "")})
     return [msg, *results]
 
 
@@ -136,9 +137,10 @@ class OpencodeFormat:
             return transcript.raw
         if len(transcript.sessions) != 1:
             raise UsageError("an opencode export holds one session; convert one at a time")
-        data = layout.data if layout else b'{\n  "info": {},\n  "messages": []\n}\n'
-        out = _write(data, transcript.sessions[0])
-        return (BOM if layout and layout.bom else b"") + out
+        if layout is None:
+            return _fresh(transcript.sessions[0].messages)
+        out = _write(layout.data, transcript.sessions[0])
+        return (BOM if layout.bom else b"") + out
 
 
 def _write(data: bytes, session: Session) -> bytes:
@@ -173,6 +175,52 @@ def _write(data: bytes, session: Session) -> bytes:
             items.append(style.dumps(_edited(doc["messages"][k], outs), level=2))
     return jsonspans.splice(
         data, [(span, jsonspans.render_array(data, span, items, style=style, level=2))]
+    )
+
+
+def _fresh(messages: list[Message]) -> bytes:
+    """An export holding the messages alone: an assistant turn and the results
+    after it are one opencode message."""
+    sid = "ses_ctxpack" + hashlib.sha256(jsoncodec.dumps(messages)).hexdigest()[:16]
+    items: list[Doc] = []
+    for n, msg in enumerate(messages):
+        if m.role(msg) == "tool" and items and items[-1]["info"]["role"] == "assistant":
+            for part in items[-1]["parts"]:
+                if part.get("callID") == m.result_call_id(msg):
+                    part["state"] = {**part["state"], "status": "completed", "output": m.text(msg)}
+            continue
+        mid = f"msg_ctxpack{n:08d}"
+        base = {"sessionID": sid, "messageID": mid}
+        if m.role(msg) != "assistant":
+            item = _new(msg, sid, {})
+            items.append(
+                {"info": {**item["info"], "id": mid}, "parts": [{**item["parts"][0], **base}]}
+            )
+            continue
+        parts: list[Doc] = []
+        if msg.get("reasoning_content"):
+            parts.append({**base, "type": "reasoning", "text": str(msg["reasoning_content"])})
+        text = m.text(msg)
+        if text:
+            parts.append({**base, "type": "text", "text": text})
+        for call in m.tool_calls(msg):
+            state = {"status": "pending", "input": parse_arguments(m.call_arguments(call))}
+            parts.append(
+                {
+                    **base,
+                    "type": "tool",
+                    "tool": m.call_name(call),
+                    "callID": m.call_id(call),
+                    "state": state,
+                }
+            )
+        for k, part in enumerate(parts):
+            part["id"] = f"prt_ctxpack{n:08d}{k:04d}"
+        info = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": 0}}
+        items.append({"info": info, "parts": parts})
+    doc = {"info": {"id": sid, "title": ""}, "messages": items}
+    return (
+        jsonspans.Style(indent=2, ensure_ascii=False, item_sep=",", key_sep=": ").dumps(doc) + b"\n"
     )
 
 

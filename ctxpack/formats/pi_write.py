@@ -37,9 +37,10 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
     if len(transcript.sessions) != 1:
         raise UsageError("a pi session file holds one session; convert one session at a time")
     layout = layout_of(transcript, PiLayout)
-    doc = layout.doc if layout else jsonl.Lines.empty()
-    version = layout.version if layout else 3
     session = transcript.sessions[0]
+    if layout is None:
+        return _fresh(session.messages, transcript.last_timestamp or EPOCH)
+    doc, version = layout.doc, layout.version
     ctx = context_of(session, PiContext) or PiContext()
     stamp = transcript.last_timestamp or EPOCH
     items = pairs(session)
@@ -77,6 +78,21 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
         seq.append((None, _summary_entry(items[cut][0], seq, version, stamp, counter, session)))
     _relink(doc, seq, version, edits)
     return edits.apply(doc)
+
+
+def _fresh(messages: list[Message], stamp: str) -> bytes:
+    """A version-3 session file holding the messages alone, one chain."""
+    seed = hashlib.sha256(b"".join(jsonl.dump(msg) for msg in messages)).hexdigest()
+    header = {"type": "session", "version": 3, "id": seed[:32], "timestamp": stamp, "cwd": ""}
+    lines, parent = [jsonl.dump(header)], None
+    for n, msg in enumerate(messages):
+        entry_id = f"{n:08x}"
+        message = pi_message(msg, None)
+        message.setdefault("timestamp", _user("", stamp)["timestamp"])
+        entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp}
+        lines.append(jsonl.dump({**entry, "message": message}))
+        parent = entry_id
+    return b"\n".join(lines) + b"\n"
 
 
 def _summary_entry(
