@@ -291,3 +291,29 @@ def test_any_stage_edit_reads_back_as_written(seed: int) -> None:
     out = formats.write(transcript.with_sessions([session.with_messages(new)]), counter=COUNTER)
     back = _read(out).sessions[0].messages
     assert normal(back) == normal(new)
+
+
+ROLLOUT_0171 = FIXTURES / "codex" / "codex-cli-0.171__stub-tally.jsonl"
+
+
+def test_a_0171_rollout_with_ordinals_is_detected_and_round_trips() -> None:
+    data = ROLLOUT_0171.read_bytes()
+    assert _lines(data)[0]["ordinal"] == 0
+    assert formats.detect(data, path="rollout.jsonl").name == "codex"
+    transcript = _read(data)
+    assert formats.write(transcript, counter=COUNTER) == data
+
+
+def test_a_0171_compaction_numbers_every_line_contiguously() -> None:
+    transcript, _ = compacted(_read(ROLLOUT_0171.read_bytes()))
+    out = formats.write(transcript, counter=COUNTER)
+    objs = _lines(out)
+    assert [obj["ordinal"] for obj in objs] == list(range(len(objs)))
+    assert {tuple(obj)[:4] for obj in objs} == {("timestamp", "ordinal", "type", "payload")}
+    assert {"compacted", "event_msg"} <= {obj["type"] for obj in objs}
+    assert len(summaries(_read(out).sessions[0].messages)) == 1
+
+
+def test_a_rollout_without_ordinals_gets_none_written() -> None:
+    transcript, _ = compacted(_read(ROLLOUT.read_bytes()))
+    assert b'"ordinal"' not in formats.write(transcript, counter=COUNTER)

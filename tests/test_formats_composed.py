@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,7 @@ def _writable() -> list[Path]:
     for path in sorted(FIXTURES.glob("*/*")):
         if path.suffix not in (".json", ".jsonl", ".traj"):
             continue
-        head = path.read_bytes()[: formats.HEAD_BYTES]
-        if formats.detect(head, path=str(path)).writable:
+        if formats.detect(path.read_bytes(), path=str(path)).writable:
             out.append(path)
     return out
 
@@ -49,6 +49,8 @@ STREAM = next((FIXTURES / "claude-stream-json").glob("*.jsonl"))
 NOT_SUMMARIZED = {
     "openagents__regex-log__opus-raw.jsonl",
     "ToolBench__G2_answer__52_ChatGPT_DFS_woFilter_w2.json",
+    "codex-cli-0.171__stub-tally.jsonl",
+    "opencode-1.18.33__stub-numbers.json",
 }
 
 
@@ -97,8 +99,10 @@ def test_every_writable_format_is_covered() -> None:
         "codex",
         "openai",
         "sharegpt",
+        "pi",
+        "opencode",
     }
-    assert len(WRITABLE) == 8
+    assert len(WRITABLE) == 11
 
 
 @pytest.mark.parametrize("name", SETTINGS)
@@ -107,7 +111,13 @@ def test_prune_then_summarize_writes_what_compress_writes(
     path: Path, name: str, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
 ) -> None:
     compressed, _, piped = _run(runs, path, name)
-    assert piped == compressed
+    assert _without_tokens_before(piped) == _without_tokens_before(compressed)
+
+
+def _without_tokens_before(data: bytes) -> bytes:
+    """A pi compaction records the size of the session it compacted
+    (`tokensBefore`): after a separate prune that session is smaller."""
+    return re.sub(rb'"tokensBefore":\d+', b'"tokensBefore":0', data)
 
 
 @pytest.mark.parametrize("path", WRITABLE, ids=lambda p: p.name)

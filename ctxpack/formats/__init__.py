@@ -1,7 +1,10 @@
 """Transcript formats: one adapter per format, registered in one table.
 
 Reading detects the format from the content (most specific adapter first,
-`openai` last). Writing uses the transcript's own format by default, which
+`openai` last): first from the head of the file, then, when no specific
+adapter claims the head, from the whole document, whose telling keys may come
+late (a SWE-agent `.traj` with `trajectory` before `history`, an OpenHands
+record behind a large instruction). Writing uses the transcript's own format by default, which
 puts unchanged bytes back exactly; naming another format converts: the target
 is built from the messages alone (`convert`).
 """
@@ -18,7 +21,9 @@ from ctxpack.formats.claude_stream import ClaudeStreamFormat
 from ctxpack.formats.codex import CodexFormat
 from ctxpack.formats.gemini import GeminiFormat
 from ctxpack.formats.openai import OpenAIFormat
+from ctxpack.formats.opencode import OpencodeFormat
 from ctxpack.formats.openhands import OpenHandsFormat
+from ctxpack.formats.pi import PiFormat
 from ctxpack.formats.sharegpt import ShareGPTFormat
 from ctxpack.formats.swe_agent import SWEAgentFormat
 from ctxpack.tokens.counter import TokenCounter
@@ -31,8 +36,10 @@ REGISTRY: dict[str, FormatAdapter] = {
         CodexFormat(),
         ClaudeStreamFormat(),
         ClaudeCodeFormat(),
+        PiFormat(),
         ATIFFormat(),
         GeminiFormat(),
+        OpencodeFormat(),
         OpenHandsFormat(),
         SWEAgentFormat(),
         ShareGPTFormat(),
@@ -64,26 +71,62 @@ def is_binary(head: bytes) -> bool:
     return control > len(head) // 20
 
 
-def detect(data: bytes, *, path: str) -> FormatAdapter:
-    head = data[:HEAD_BYTES].removeprefix(BOM)
+def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> FormatAdapter:
+    head = data[len(BOM) : len(BOM) + HEAD_BYTES] if data.startswith(BOM) else data[:HEAD_BYTES]
     if not head.strip():
         return REGISTRY["openai"]
     if is_binary(head):
         raise InputError("a binary file, not text: not a transcript", path=path)
-    for adapter in REGISTRY.values():
-        if adapter.detect(head):
-            return adapter
-    if head.lstrip()[:1] in (b"{", b"["):
-        # A JSON document whose message list lies beyond the head (big records).
+    specific = [a for name, a in REGISTRY.items() if name != "openai"]
+    found = next((a for a in specific if a.detect(head)), None)
+    if found is None and len(data) > len(head):
+        # Searched in place: the bytes already read, never parsed twice.
+        whole = data.removeprefix(BOM)
+        found = next((a for a in specific if a.detect(whole)), None)
+        head = whole
+    if found is not None:
+        return found
+    if REGISTRY["openai"].detect(head) or (options is not None and options.messages_key):
         return REGISTRY["openai"]
-    raise InputError("cannot tell the transcript format; name it with --from", path=path)
+    if len(data) >= HEAD_BYTES and head.lstrip()[:1] in (b"{", b"["):
+        # Only a head was given (a batch scan): the message list may lie beyond it.
+        return REGISTRY["openai"]
+    raise _unknown(path)
+
+
+def _unknown(path: str) -> InputError:
+    return InputError(
+        f"cannot tell the transcript format (none of {', '.join(REGISTRY)} matched); "
+        "name it with --from FORMAT",
+        path=path,
+    )
 
 
 def read(
     data: bytes, *, path: str, fmt: str | None = None, options: ReadOptions | None = None
 ) -> Transcript:
-    adapter = get(fmt) if fmt else detect(data, path=path)
-    return adapter.read(data, path=path, options=options or ReadOptions())
+    options = options or ReadOptions()
+    adapter = get(fmt) if fmt else detect(data, path=path, options=options)
+    try:
+        transcript = adapter.read(data, path=path, options=options)
+    except InputError:
+        if fmt or adapter.name != "openai" or options.messages_key or adapter.detect(data):
+            raise
+        raise _unknown(path) from None
+    if fmt and data.strip() and not any(s.messages for s in transcript.sessions):
+        raise InputError(
+            f"no messages read as --from {fmt}; {_guess(data)}: "
+            "name the right format or drop --from",
+            path=path,
+        )
+    return transcript
+
+
+def _guess(data: bytes) -> str:
+    try:
+        return f"its content looks like {detect(data, path='').name}"
+    except InputError:
+        return f"its content matches none of {', '.join(REGISTRY)}"
 
 
 def write(transcript: Transcript, *, counter: TokenCounter, fmt: str | None = None) -> bytes:

@@ -1,6 +1,8 @@
 """The `codex` format: OpenAI Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl).
 
-Every line is `{"timestamp", "type", "payload"}`. `response_item` lines are
+Every line is `{"timestamp", "type", "payload"}`; since Codex 0.171 an
+`ordinal` (the line's number, 0 upward) sits after the timestamp, and a
+resumed rollout must keep the numbers contiguous or Codex skips lines. `response_item` lines are
 the model history (Responses API items); `session_meta.base_instructions` is
 the system prompt; `event_msg` lines are UI copies (`exec_command_end` repeats
 a command's whole output). A `compacted` line replaces the history with its
@@ -23,14 +25,21 @@ from typing import Any
 
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
-from ctxpack.formats.base import ReadOptions, layout_of
+from ctxpack.formats.base import BOM, ReadOptions, is_blank, join_lines, layout_of, split_lines
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-_DETECT = re.compile(
-    rb'^\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|'
-    rb'event_msg|turn_context|compacted|world_state)"\s*,\s*"payload"\s*:'
+# The line start Codex writes: timestamp, the ordinal (0.171 on), then the
+# item's type tag, one of the RolloutItem variants.
+_LINE_START = (
+    rb'^\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?P<ordinal>"ordinal"\s*:\s*(?P<n>\d+)\s*,\s*)?'
 )
+_DETECT = re.compile(
+    _LINE_START + rb'"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context|'
+    rb'compacted|world_state|token_usage_record|inter_agent_communication(?:_metadata)?)"'
+    rb'\s*,\s*"payload"\s*:'
+)
+_ORDINAL = re.compile(_LINE_START)
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUT_TYPES = frozenset(
     {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
@@ -72,6 +81,46 @@ class CodexContext:
 
 def detect(head: bytes) -> bool:
     return jsonl.any_line(head, _DETECT)
+
+
+def first_ordinal(doc: jsonl.Lines) -> int | None:
+    """The number of the rollout's first numbered line; None when Codex wrote
+    no ordinals (before 0.171), and then a writer adds none."""
+    for obj in doc.objs:
+        if obj is not None and isinstance(obj.get("ordinal"), int):
+            return int(obj["ordinal"])
+    return None
+
+
+def numbered(data: bytes, *, first: int) -> bytes:
+    """Every record line numbered first, first + 1, ... in file order, the
+    ordinal right after the timestamp as Codex writes it: Codex skips a line
+    without one and warns at every gap. Blank and unparsable lines take no
+    number (Codex skips them too); a line whose number is right is kept as is."""
+    bom = data.startswith(BOM)
+    lines, final_newline = split_lines(data[len(BOM) :] if bom else data)
+    n = first
+    for index, line in enumerate(lines):
+        if is_blank(line):
+            continue
+        found = _ORDINAL.match(line)
+        tag = b'"ordinal":%d,' % n
+        if found and found.group("ordinal"):
+            if int(found.group("n")) != n:
+                lines[index] = line[: found.start("ordinal")] + tag + line[found.end("ordinal") :]
+        elif found:
+            lines[index] = line[: found.end()] + tag + line[found.end() :]
+        else:
+            try:
+                obj = jsoncodec.loads(line)
+            except jsoncodec.JSONError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            lead = {k: obj[k] for k in ("timestamp", "ordinal", "type", "payload") if k in obj}
+            lines[index] = jsonl.dump({**lead, **obj, "ordinal": n}, like=line)
+        n += 1
+    return (BOM if bom else b"") + join_lines(lines, final_newline=final_newline)
 
 
 def payload_at(doc: jsonl.Lines, loc: Loc) -> dict[str, Any]:

@@ -26,7 +26,16 @@ from ctxpack import messages as m
 from ctxpack.errors import UsageError
 from ctxpack.formats import jsonl
 from ctxpack.formats.base import context_of, layout_of
-from ctxpack.formats.codex import CALL_TYPES, CodexContext, CodexLayout, Loc, Source, payload_at
+from ctxpack.formats.codex import (
+    CALL_TYPES,
+    CodexContext,
+    CodexLayout,
+    Loc,
+    Source,
+    first_ordinal,
+    numbered,
+    payload_at,
+)
 from ctxpack.formats.codex_items import (
     call_item,
     edited_call,
@@ -58,7 +67,8 @@ def write(transcript: Transcript) -> bytes:
     stamp = transcript.last_timestamp
     edits = jsonl.Edits()
     _Writer(doc, transcript.sessions[0], stamp if isinstance(stamp, str) else EPOCH).run(edits)
-    return edits.apply(doc)
+    first = first_ordinal(doc)
+    return edits.apply(doc) if first is None else numbered(edits.apply(doc), first=first)
 
 
 class _Writer:

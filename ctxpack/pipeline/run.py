@@ -98,22 +98,17 @@ def read_transcript(source: str, *, fmt: str | None, options: ReadOptions) -> Tr
     data = files.read_input(source)
     transcript = formats.read(data, path=name, fmt=fmt, options=options)
     if not any(s.messages for s in transcript.sessions):
-        raise InputError(_no_messages(data, path=name, fmt=fmt), path=name)
+        raise InputError(_no_messages(data), path=name)
     return transcript
 
 
-def _no_messages(data: bytes, *, path: str, fmt: str | None) -> str:
+def _no_messages(data: bytes) -> str:
     """Why a transcript with no messages is refused: nothing would be compacted,
-    and writing it back would only copy (or empty) a file."""
+    and writing it back would only copy (or empty) a file. (A named --from that
+    finds nothing is refused by the format reader, which can say what it looks like.)"""
     if not data.strip():
         return "the file is empty: no messages (a shell `>` onto the input empties it first)"
-    if fmt is None:
-        return "no messages found in this transcript"
-    try:
-        looks = f"; its content looks like {formats.detect(data, path=path).name}"
-    except InputError:
-        looks = ""
-    return f"no messages read as --from {fmt}{looks}: name the right format or drop --from"
+    return "no messages found in this transcript"
 
 
 def check_outputs(job: FileJob) -> None:

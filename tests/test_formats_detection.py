@@ -1,0 +1,103 @@
+"""Format detection by content: every real transcript we hold is recognised
+without --from, even when the keys that tell its format come late."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import formats
+from ctxpack.cli import app
+from ctxpack.errors import InputError
+from tests.conftest import FIXTURES, SHARED
+
+# Folder name -> the format its files are (the rest are named as the format).
+FOLDER_FORMAT = {"openai-chat": "openai", "pi-agent": "pi"}
+runner = CliRunner()
+
+
+def _real_files() -> list[Path]:
+    roots = [FIXTURES, *([SHARED] if SHARED.is_dir() else [])]
+    return sorted(p for root in roots for p in root.rglob("*") if p.is_file() and p.suffix != ".md")
+
+
+@pytest.mark.parametrize("path", _real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_real_transcript_is_detected_as_its_folder(path: Path) -> None:
+    wanted = FOLDER_FORMAT.get(path.parent.name, path.parent.name)
+    assert formats.detect(path.read_bytes(), path=str(path)).name == wanted
+
+
+def test_the_walk_covers_the_new_formats() -> None:
+    folders = {p.parent.name for p in _real_files()}
+    assert {"codex", "pi", "opencode", "swe-agent", "openhands"} <= folders
+
+
+def test_a_trajectory_whose_history_comes_last_is_still_swe_agent(tmp_path: Path) -> None:
+    source = FIXTURES / "swe-agent"
+    source = (
+        source / "SWE-agent__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
+    )
+    doc = json.loads(source.read_bytes())
+    # A longer run (its steps twice) with `history` written last.
+    doc["trajectory"] = doc["trajectory"] * 2
+    order = ["environment", "trajectory", "info", "replay_config", "history"]
+    data = json.dumps({k: doc[k] for k in order}, indent=2).encode()
+    assert data.find(b'"history"') > formats.HEAD_BYTES
+    assert not formats.REGISTRY["swe-agent"].detect(data[: formats.HEAD_BYTES])
+    assert formats.detect(data, path="run.traj").name == "swe-agent"
+    path = tmp_path / "run.traj"
+    path.write_bytes(data)
+    result = runner.invoke(app, ["count", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["format"] == "swe-agent"
+
+
+def test_an_openhands_record_behind_a_large_instruction_is_openhands() -> None:
+    events = json.loads((FIXTURES / "openhands").glob("*.json").__next__().read_bytes())
+    record = {"instance_id": "astropy-1", "instruction": "Fix it.\n" * 9000, "history": events}
+    data = json.dumps(record).encode()
+    assert data.find(b'"history"') > formats.HEAD_BYTES
+    assert formats.detect(data, path="output.jsonl").name == "openhands"
+
+
+def test_a_v1_event_list_whose_first_kind_comes_late_is_openhands() -> None:
+    prompt = {"type": "text", "text": "You are OpenHands. " * 5000}
+    events = [
+        {"id": "e0", "source": "agent", "system_prompt": prompt, "kind": "SystemPromptEvent"},
+        {
+            "id": "e1",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+            "kind": "MessageEvent",
+        },
+    ]
+    data = json.dumps(events).encode()
+    assert data.find(b'"kind"') > formats.HEAD_BYTES
+    assert formats.detect(data, path="events.json").name == "openhands"
+    assert formats.read(data, path="events.json").sessions[0].messages[-1]["content"] == "Hi"
+
+
+def test_an_unknown_document_names_the_formats_and_points_at_from(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text(json.dumps({"title": "shopping", "items": ["milk"]}))
+    with pytest.raises(InputError) as caught:
+        formats.detect(path.read_bytes(), path=str(path))
+    text = caught.value.describe()
+    assert "--from" in text and all(name in text for name in formats.REGISTRY)
+    result = runner.invoke(app, ["count", str(path)])
+    assert result.exit_code != 0
+    assert "--from" in result.stderr and "--messages-key" not in result.stderr
+
+
+def test_a_forced_format_that_finds_no_messages_is_an_error(tmp_path: Path) -> None:
+    source = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+    with pytest.raises(
+        InputError, match="no messages read as --from pi; its content looks like codex"
+    ):
+        formats.read(source.read_bytes(), path=str(source), fmt="pi")
+    result = runner.invoke(app, ["count", str(source), "--from", "pi"])
+    assert result.exit_code != 0
+    assert "no messages" in result.stderr and "codex" in result.stderr
