@@ -18,7 +18,7 @@ from typing import Any, Literal
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.origins import resolve
 from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
@@ -119,15 +119,8 @@ def _text_results(derived: Derived, content: Any, unanswered: list[str]) -> Deri
     return [*derived[:-1], (result, indexes[:1]), *tail]
 
 
-class AnthropicFormat:
-    name = "anthropic"
-    description = (
-        "Anthropic Messages API: {system, messages} records or a bare message list (Cline)"
-    )
-    writable = True
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class AnthropicFormat(Format, name="anthropic", writable=True, detect=detect):
+    """Anthropic Messages API: {system, messages} records or a bare message list (Cline)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         file = open_file(data, path=path)

@@ -29,9 +29,8 @@ from typing import Any
 from ctxpack import toolpairs
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, ReadOptions
+from ctxpack.formats.base import BOM, Format, ReadOptions
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error, load_document
-from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _VERSION = re.compile(rb'"schema_version"\s*:\s*"ATIF-')
@@ -229,13 +228,8 @@ def steps_messages(steps: list[Any]) -> list[Message]:
     return each_item(steps, convert, what="step")
 
 
-class ATIFFormat:
-    name = "atif"
-    description = "Agent Trajectory Interchange Format (Harbor ATIF-v1.x steps; read only)"
-    writable = False
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class ATIFFormat(Format, name="atif", writable=False, detect=detect):
+    """Agent Trajectory Interchange Format (Harbor ATIF-v1.x steps; read only)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         body = data.removeprefix(BOM)
@@ -255,6 +249,3 @@ class ATIFFormat:
         stamps = [s["timestamp"] for s in steps if isinstance(s.get("timestamp"), str)]
         layout: dict[str, Any] = {"last_timestamp": stamps[-1]} if stamps else {}
         return Transcript(self.name, [session], path=path, raw=data, layout=layout)
-
-    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        raise NotImplementedError("atif is read only")

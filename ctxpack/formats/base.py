@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, overload
 
@@ -26,6 +26,40 @@ class ReadOptions:
     # False when the transcript will never be written back: readers then keep
     # no per-message bytes, so the input can be freed once it is parsed.
     keep_bytes: bool = True
+
+
+class Format:
+    """What an adapter declares about itself, once, in its class statement: its
+    name, whether it can be written and the rule that tells its files by their
+    first bytes (or it overrides `detect`); its docstring is its one line for
+    `ctxpack formats`."""
+
+    name: str
+    description: str
+    writable: bool
+    _detect: Callable[[bytes], bool] | None = None
+
+    def __init_subclass__(
+        cls,
+        *,
+        name: str,
+        writable: bool,
+        detect: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        super().__init_subclass__()
+        cls.name, cls.writable = name, writable
+        cls.description = " ".join((cls.__doc__ or "").split())
+        if detect is not None:
+            cls._detect = staticmethod(detect)
+
+    def detect(self, head: bytes) -> bool:
+        rule = type(self)._detect
+        if rule is None:
+            raise NotImplementedError(f"{self.name} names no detection rule")
+        return rule(head)
+
+    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
+        raise NotImplementedError(f"{self.name} is read only")
 
 
 class FormatAdapter(Protocol):

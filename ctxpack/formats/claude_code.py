@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack.formats import blocks, jsonl
-from ctxpack.formats.base import ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -237,13 +237,8 @@ def chain_transcript(
     )
 
 
-class ClaudeCodeFormat:
-    name = "claude-code"
-    description = "Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"
-    writable = True
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class ClaudeCodeFormat(Format, name="claude-code", writable=True, detect=detect):
+    """Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)

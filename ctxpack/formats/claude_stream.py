@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.formats import jsonl
-from ctxpack.formats.base import ReadOptions, layout_of
+from ctxpack.formats.base import Format, ReadOptions, layout_of
 from ctxpack.formats.claude_code import ClaudeCodeLayout, chain_transcript, line, session_of
 from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.tokens.counter import TokenCounter
@@ -161,10 +161,8 @@ class StreamWriter(SessionWriter):
         return [Slot(boundary, None), Slot(note, None)]
 
 
-class ClaudeStreamFormat:
-    name = "claude-stream-json"
-    description = "Claude Code stream-json output (claude -p --output-format stream-json)"
-    writable = True
+class ClaudeStreamFormat(Format, name="claude-stream-json", writable=True):
+    """Claude Code stream-json output (claude -p --output-format stream-json)"""
 
     def detect(self, head: bytes) -> bool:
         return jsonl.any_line(head, _DETECT)

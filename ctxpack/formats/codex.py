@@ -25,7 +25,15 @@ from typing import Any
 
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
-from ctxpack.formats.base import BOM, ReadOptions, is_blank, join_lines, layout_of, split_lines
+from ctxpack.formats.base import (
+    BOM,
+    Format,
+    ReadOptions,
+    is_blank,
+    join_lines,
+    layout_of,
+    split_lines,
+)
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -309,13 +317,8 @@ def read_doc(doc: jsonl.Lines) -> tuple[Session, str | None]:
     return session, stamp if isinstance(stamp, str) else None
 
 
-class CodexFormat:
-    name = "codex"
-    description = "OpenAI Codex CLI rollout (JSONL of response items; compacted markers)"
-    writable = True
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class CodexFormat(Format, name="codex", writable=True, detect=detect):
+    """OpenAI Codex CLI rollout (JSONL of response items; compacted markers)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)

@@ -29,9 +29,8 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, ReadOptions, is_blank, split_lines
+from ctxpack.formats.base import BOM, Format, ReadOptions, is_blank, split_lines
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error
-from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
 _CONTENTS = re.compile(
@@ -301,10 +300,8 @@ def _recording_lines(
     return meta, [obj for _, obj in kept], [at for at, _ in kept], skipped
 
 
-class GeminiFormat:
-    name = "gemini"
-    description = "Gemini CLI chat history (model Contents, or a session recording; read only)"
-    writable = False
+class GeminiFormat(Format, name="gemini", writable=False):
+    """Gemini CLI chat history (model Contents, or a session recording; read only)"""
 
     def detect(self, head: bytes) -> bool:
         recording = bool(_RECORDING.search(head)) and b'"sessionId"' in head
@@ -346,6 +343,3 @@ class GeminiFormat:
         return Transcript(
             self.name, [session], path=path, raw=data, skipped_lines=skipped, layout=layout
         )
-
-    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        raise NotImplementedError("gemini is read only")

@@ -12,6 +12,7 @@ from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec, keypath
 from ctxpack.formats.base import (
     BOM,
+    Format,
     LineViews,
     ReadOptions,
     is_blank,
@@ -84,10 +85,8 @@ def validate_message(obj: Any) -> str | None:
     return None
 
 
-class OpenAIFormat:
-    name = "openai"
-    description = "OpenAI chat messages: JSONL, a JSON array, or records holding a message list"
-    writable = True
+class OpenAIFormat(Format, name="openai", writable=True):
+    """OpenAI chat messages: JSONL, a JSON array, or records holding a message list"""
 
     def detect(self, head: bytes) -> bool:
         return b'"role"' in head or b'"messages"' in head or b'"traj"' in head

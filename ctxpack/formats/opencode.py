@@ -24,7 +24,7 @@ from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import BOM, Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.openhands import summary_message
 from ctxpack.formats.origins import pairs
 from ctxpack.tokens.counter import TokenCounter
@@ -97,13 +97,8 @@ def messages_of(item: Doc) -> list[Message]:
     return [msg, *results]
 
 
-class OpencodeFormat:
-    name = "opencode"
-    description = "opencode session export (`opencode export` JSON)"
-    writable = True
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class OpencodeFormat(Format, name="opencode", writable=True, detect=detect):
+    """opencode session export (`opencode export` JSON)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         body = data.removeprefix(BOM)

@@ -21,8 +21,7 @@ from typing import Any
 from ctxpack import markers
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, ReadOptions, split_lines
-from ctxpack.tokens.counter import TokenCounter
+from ctxpack.formats.base import BOM, Format, ReadOptions, split_lines
 from ctxpack.transcript import Message, Session, Transcript
 
 _V0 = re.compile(rb'"source"\s*:\s*"(agent|user|environment)"')
@@ -250,13 +249,8 @@ def _last_timestamp(events: list[Any]) -> str | None:
     return None
 
 
-class OpenHandsFormat:
-    name = "openhands"
-    description = "OpenHands event stream (V0 actions/observations or V1 SDK events; read only)"
-    writable = False
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class OpenHandsFormat(Format, name="openhands", writable=False, detect=detect):
+    """OpenHands event stream (V0 actions/observations or V1 SDK events; read only)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         body = data.removeprefix(BOM)
@@ -287,6 +281,3 @@ class OpenHandsFormat:
             )
             stamp = _last_timestamp(events) or stamp
         return Transcript(self.name, sessions, path=path, raw=data, last_timestamp=stamp or None)
-
-    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        raise NotImplementedError("openhands is read only")

@@ -26,7 +26,7 @@ from typing import Any
 
 from ctxpack import markers
 from ctxpack.formats import jsoncodec, jsonl
-from ctxpack.formats.base import ReadOptions, layout_of
+from ctxpack.formats.base import Format, ReadOptions, layout_of
 from ctxpack.formats.openhands import summary_message
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -202,13 +202,8 @@ def read_doc(doc: jsonl.Lines, version: int) -> Session:
     )
 
 
-class PiFormat:
-    name = "pi"
-    description = "pi coding agent session (JSONL entries; v3 tree and compaction entries)"
-    writable = True
-
-    def detect(self, head: bytes) -> bool:
-        return detect(head)
+class PiFormat(Format, name="pi", writable=True, detect=detect):
+    """pi coding agent session (JSONL entries; v3 tree and compaction entries)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)

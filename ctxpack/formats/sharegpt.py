@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -205,10 +205,8 @@ def _line_session(record: Any, number: int) -> Session:
     return record_session(record, label=f"line {number + 1}", line=number)
 
 
-class ShareGPTFormat:
-    name = "sharegpt"
-    description = "ShareGPT conversations (glaive function calls, Hermes tool tags), JSON or JSONL"
-    writable = True
+class ShareGPTFormat(Format, name="sharegpt", writable=True):
+    """ShareGPT conversations (glaive function calls, Hermes tool tags), JSON or JSONL"""
 
     def detect(self, head: bytes) -> bool:
         return bool(_DETECT.search(head))

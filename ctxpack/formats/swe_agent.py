@@ -16,8 +16,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, ReadOptions
-from ctxpack.tokens.counter import TokenCounter
+from ctxpack.formats.base import BOM, Format, ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
 
 _HISTORY = re.compile(rb'"history"\s*:\s*\[\s*\{')
@@ -60,10 +59,8 @@ def _close(open_calls: list[str], call_id: str) -> None:
         open_calls.remove(call_id)
 
 
-class SWEAgentFormat:
-    name = "swe-agent"
-    description = "SWE-agent trajectory (.traj history; read only)"
-    writable = False
+class SWEAgentFormat(Format, name="swe-agent", writable=False):
+    """SWE-agent trajectory (.traj history; read only)"""
 
     def detect(self, head: bytes) -> bool:
         return bool(_HISTORY.search(head)) and bool(_MARKS.search(head))
@@ -85,6 +82,3 @@ class SWEAgentFormat:
             messages=messages, originals=[(msg, b"") for msg in messages], label=label
         )
         return Transcript(self.name, [session], path=path, raw=data)
-
-    def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
-        raise NotImplementedError("swe-agent is read only")
