@@ -148,7 +148,7 @@ def test_success_and_the_exact_request_body(llm_server: FakeLLM, counter: TokenC
     assert "[REDACTED:openai-key]" in raw and "[REDACTED:github-token]" in raw
     user = received.user_text()
     assert "[TOOL RESULT: bash]: FAILED tests/test_api.py" in user
-    assert '→ bash({"command": "pytest -q"})' in user
+    assert "→ bash(command: pytest -q)" in user
     system = body["messages"][0]["content"]
     assert [line[3:] for line in system.splitlines() if line.startswith("## ")] == list(HEADINGS)
 
@@ -384,10 +384,10 @@ def test_unusable_replies_fail_with_a_reason(
 
 
 def test_reply_is_normalized_to_template_order() -> None:
-    shuffled = [f"**{h}:**\nabout {h}" for h in reversed(HEADINGS)]
+    shuffled = [f"**{h}:**\n1. about {h}" for h in reversed(HEADINGS)]
     reply = "<think>plan</think>Here is the record:\n\n" + "\n\n".join(shuffled)
     assert normalize_summary(reply.replace("<think>plan</think>", "")) == "\n\n".join(
-        f"## {h}\nabout {h}" for h in HEADINGS
+        f"## {h}\n1. about {h}" for h in HEADINGS
     )
 
 

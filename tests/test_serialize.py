@@ -44,9 +44,9 @@ def test_roles_tool_calls_and_labelled_results() -> None:
     assert serialize_middle(middle) == (
         "[USER]: Why does the build fail?\n\n"
         "[ASSISTANT]: Let me look.\n"
-        '→ bash({"command": "make"})\n\n'
+        "→ bash(command: make)\n\n"
         "[TOOL RESULT: bash]: error: missing header foo.h\n\n"
-        "[ASSISTANT]: → read_file({})\n\n"
+        "[ASSISTANT]: → read_file()\n\n"
         "[TOOL RESULT: read_file]: (no output)"
     )
 
@@ -61,7 +61,11 @@ def test_reasoning_and_think_blocks_never_go_out() -> None:
         },
         {"role": "assistant", "content": [{"type": "reasoning", "text": "also hidden"}]},
     ]
-    assert serialize_middle(middle) == "[ASSISTANT]: Visible answer."
+    # Only the amount of reasoning is said, never its text.
+    assert serialize_middle(middle) == (
+        "[ASSISTANT]: Visible answer.\n[reasoning omitted: 89 characters]\n\n"
+        "[ASSISTANT]: [reasoning omitted: 11 characters]"
+    )
 
 
 def test_long_message_keeps_head_and_tail_with_omitted_count() -> None:
@@ -94,7 +98,7 @@ def test_planted_secrets_in_text_and_arguments_are_redacted() -> None:
     text = serialize_middle(middle)
     assert "ZZZZ" not in text and "abcd1234efgh" not in text
     assert "[REDACTED:github-token]" in text
-    assert '"api_key": "[REDACTED:secret]"' in text
+    assert "api_key: [REDACTED:secret]" in text
 
 
 def test_whole_input_is_bounded_oldest_first_with_a_note() -> None:

@@ -1,16 +1,22 @@
 """The middle of a transcript as plain text for the summarizer.
 
-Every message becomes one `[ROLE]: text` block; tool calls read `name(args)`
-and tool results carry the name of the tool that produced them. Reasoning
-never goes out (neither reasoning fields nor `<think>` blocks), secrets are
-masked before a block is cut to size (so a cut can never expose half a key),
-and the whole text is bounded by abbreviating, then dropping, the oldest blocks.
+Every message becomes one `[ROLE]: text` block; a tool call reads `→ name`
+with one `key: value` line per argument (a multi-line string, such as a
+heredoc command or a file's content, keeps its real lines) and tool results
+carry the name of the tool that produced them. Reasoning text never goes out
+(neither reasoning fields nor `<think>` blocks); a note says how much was left
+out. Secrets are masked before a block is cut to size (so a cut can never
+expose half a key), and the whole text is bounded by abbreviating, then
+dropping, the oldest blocks.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
+from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.redact import redact, redact_arguments
 from ctxpack.toolpairs import link_results
@@ -26,6 +32,10 @@ ABBREVIATED_CHARS = 200
 REDACT_MARGIN = 2000
 NOTE_ROOM = 120  # the note about what was cut must fit too
 BLOCK_SEPARATOR = "\n\n"
+# Opening turns after the first user message are context only: clipped to a few lines.
+HEAD_TURN_CHARS = 1200
+ONE_LINE_ARGUMENTS = 160
+REASONING_PART_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
 
 _THINK_RE = re.compile(r"<(think|thinking|reasoning)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE)
 
@@ -74,6 +84,34 @@ def serialize_blocks(
             )
         )
     return blocks
+
+
+def serialize_head(messages: list[Message], *, max_chars: int) -> str:
+    """The opening turns as context: the first user message whole (up to
+    `max_chars`), the other turns clipped, later turns left out past the cap."""
+    turns = [msg for msg in messages if not markers.is_summary(msg)]
+    first_user = next(
+        (msg for msg in turns if m.role(msg) == "user" and not m.is_tool_result(msg)), None
+    )
+    blocks = serialize_blocks(
+        turns,
+        max_chars_per_message=max_chars,
+        head_chars=max_chars * 3 // 4,
+        tail_chars=max_chars // 5,
+    )
+    shown = [msg for msg in turns if _block(msg, "") is not None]
+    out: list[str] = []
+    used = 0
+    for msg, block in zip(shown, blocks, strict=True):
+        if msg is not first_user:
+            third = HEAD_TURN_CHARS // 3
+            block = cap(block, max_chars=HEAD_TURN_CHARS, head=HEAD_TURN_CHARS - third, tail=third)
+        if out and used + len(block) > max_chars:
+            out.append(f"[NOTE]: {len(blocks) - len(out)} later opening turns are not shown.")
+            break
+        out.append(block)
+        used += len(block) + len(BLOCK_SEPARATOR)
+    return join_blocks(out)
 
 
 def _redact_and_cap(block: str, *, max_chars: int, head: int, tail: int) -> str:
@@ -167,16 +205,20 @@ def _own_name(msg: Message) -> str:
 
 def _block(msg: Message, tool_name: str) -> str | None:
     role = m.role(msg) or "unknown"
-    body = strip_think(m.text(msg)).strip()
+    raw = m.text(msg)
+    body = strip_think(raw).strip()
     images = m.image_count(msg)
     if images:
         body = f"{body}\n[{images} image(s)]".strip()
+    reasoning = _reasoning_chars(msg) + len(raw) - len(strip_think(raw))
+    if reasoning:
+        body = f"{body}\n[reasoning omitted: {reasoning} characters]".strip()
     if m.is_tool_result(msg):
         label = f"TOOL RESULT: {tool_name}" if tool_name else "TOOL RESULT"
         return f"[{label}]: {body or '(no output)'}"
     lines = [body] if body else []
     for use_name, arguments in _calls(msg):
-        lines.append(f"→ {use_name}({_arguments(arguments)})")
+        lines.append(f"→ {use_name}{_arguments(arguments)}")
     if not lines:
         return None
     return f"[{role.upper()}]: " + "\n".join(lines)
@@ -196,8 +238,41 @@ def _calls(msg: Message) -> list[tuple[str, str]]:
     return calls
 
 
+def _reasoning_chars(msg: Message) -> int:
+    """Characters of reasoning the message carries outside its visible text."""
+    total = sum(len(text) for text in m.reasoning_texts(msg))
+    content = msg.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in REASONING_PART_TYPES:
+                total += sum(len(text) for text in m.reasoning_texts({"reasoning": part}))
+    return total
+
+
 def _arguments(arguments: str) -> str:
+    """`(raw)` for arguments that are not a JSON object, else `key: value` pairs:
+    on one line when short, one line per key otherwise."""
     # Masked while still JSON, so a key named "password" hides its value even
     # though the escaped text would hide the assignment from a plain-text scan.
     masked, _count = redact_arguments(arguments.strip())
-    return masked
+    try:
+        value = json.loads(masked)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return f"({masked})"
+    pairs = [_argument(str(key), item) for key, item in value.items()]
+    one_line = ", ".join(pairs)
+    if "\n" not in one_line and len(one_line) <= ONE_LINE_ARGUMENTS:
+        return f"({one_line})"
+    return "(\n" + "".join(f"  {pair}\n" for pair in pairs) + ")"
+
+
+def _argument(key: str, value: Any) -> str:
+    if isinstance(value, str) and "\n" in value.strip("\n"):
+        # A heredoc or a file's content reads as the lines it is, not as `\n` escapes.
+        text = value.strip("\n").replace("\n", "\n    ")
+        return f"{key}: |\n    {text}"
+    if isinstance(value, str):
+        return f"{key}: {value.strip()}"
+    return f"{key}: {json.dumps(value, ensure_ascii=False)}"

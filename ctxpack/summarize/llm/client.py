@@ -22,8 +22,14 @@ from ctxpack.summarize.llm.settings import (
     LLMSettings,
 )
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
-from ctxpack.summarize.serialize import MAX_TOTAL_CHARS, bound_blocks, join_blocks, serialize_blocks
-from ctxpack.tokens.counter import TokenCounter
+from ctxpack.summarize.serialize import (
+    MAX_TOTAL_CHARS,
+    bound_blocks,
+    join_blocks,
+    serialize_blocks,
+    serialize_head,
+)
+from ctxpack.tokens.counter import CHARS_PER_TOKEN, TokenCounter
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -34,6 +40,8 @@ PROMPT_FRAME_TOKENS = 400
 MIN_CHUNK_TOKENS = 1000
 # How often a chunk the server still rejects may be halved again.
 MAX_SPLIT_DEPTH = 6
+# The share of the summarizer context the kept opening turns may take as context.
+HEAD_CONTEXT_SHARE = 0.1
 
 
 def output_limit(budget_tokens: int) -> int:
@@ -101,13 +109,17 @@ class LLMSummarizer:
     def _blocks(self, request: SummaryRequest) -> list[str]:
         return bound_blocks(serialize_blocks(request.middle), max_total_chars=MAX_TOTAL_CHARS)
 
+    def _head(self, request: SummaryRequest) -> str:
+        max_chars = int(self.settings.summarizer_context * HEAD_CONTEXT_SHARE) * CHARS_PER_TOKEN
+        return serialize_head(request.head, max_chars=max_chars)
+
     def _body(self, request: SummaryRequest, serialized: str) -> dict[str, Any]:
         if request.previous_summary is not None:
             # A summary written before --redact existed, or by another tool.
             request = replace(request, previous_summary=redact(request.previous_summary)[0])
         body: dict[str, Any] = {
             "model": self.settings.model,
-            "messages": build_messages(request, serialized),
+            "messages": build_messages(request, serialized, head=self._head(request)),
             self.settings.token_param: output_limit(request.budget_tokens),
         }
         if self.settings.temperature is not None:
@@ -119,7 +131,9 @@ class LLMSummarizer:
         previous = counter.text(request.previous_summary or "")
         # After the first chunk, a partial summary of about the budget rides along.
         carried = max(previous, request.budget_tokens)
-        fixed = counter.text(SYSTEM_PROMPT) + PROMPT_FRAME_TOKENS
+        fixed = (
+            counter.text(SYSTEM_PROMPT) + counter.text(self._head(request)) + PROMPT_FRAME_TOKENS
+        )
         room = (
             self.settings.summarizer_context - fixed - output_limit(request.budget_tokens) - carried
         )

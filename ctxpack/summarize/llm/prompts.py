@@ -12,9 +12,15 @@ from dataclasses import replace
 from ctxpack import markers
 from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest
+from ctxpack.tokens.counter import CHARS_PER_TOKEN
 from ctxpack.transcript import Message
 
-PROMPT_VERSION = "ctxpack-summary-2"
+PROMPT_VERSION = "ctxpack-summary-3"
+
+# The record asked for: a share of the turns it replaces (plus any earlier
+# record it carries on), never under a floor that leaves room for every heading.
+TARGET_SHARE = 0.4
+TARGET_FLOOR_TOKENS = 400
 
 _SECTION_NOTES = {
     "Historical Task Snapshot": "two to four sentences: what the session was about and where "
@@ -57,9 +63,16 @@ SYSTEM_PROMPT = (
     "- Current state wins: where a later turn changed a value (a phase, a version, a path, a "
     "date, a decision), write the newest as current and call the older one superseded; never "
     "write the older one as if it still held.\n"
+    "- A reference such as `ctxpack:1a2b3c4d5e` names the archived full text of a tool "
+    "output that was shortened in these turns. Copy a reference exactly as written when the "
+    "record cites that output; never invent one.\n"
+    "- A line `[reasoning omitted: N characters]` marks where the agent's private reasoning "
+    "was left out of the turns; record what the agent did and said, not guesses at that "
+    "reasoning.\n"
+    "- Completed Actions is a numbered list (`1. ...`), never bullets.\n"
     "- Use exactly the headings below, in this order, each as a level-two Markdown heading "
-    "(`## Heading`). Write every heading even when its section is empty; then write `None.` "
-    "under it. Add no other headings and no text before the first one.\n\n"
+    "(`## Heading`). Write every heading; a section with nothing to record gets one short "
+    "line `None`. Add no other headings and no text before the first one.\n\n"
     "Headings:\n" + "\n".join(f"## {h}\n  ({_SECTION_NOTES[h]})" for h in HEADINGS)
 )
 
@@ -97,27 +110,58 @@ def last_action_number(summary: str) -> int:
     return max(numbers, default=0)
 
 
-def build_messages(request: SummaryRequest, serialized_middle: str) -> list[dict[str, str]]:
-    """The system and user messages of one summarizer call."""
+def target_tokens(request: SummaryRequest, serialized_middle: str) -> int:
+    """The record length asked for: proportional to the turns, within the budget.
+
+    Measured in characters so the request body never depends on a tokenizer.
+    """
+    turns = -(-len(serialized_middle) // CHARS_PER_TOKEN)
+    carried = -(-len(request.previous_summary or "") // CHARS_PER_TOKEN)
+    wanted = max(int(turns * TARGET_SHARE) + carried, TARGET_FLOOR_TOKENS)
+    return max(min(request.budget_tokens, wanted), 1)
+
+
+def build_messages(
+    request: SummaryRequest, serialized_middle: str, *, head: str = ""
+) -> list[dict[str, str]]:
+    """The system and user messages of one summarizer call; `head` is the
+    serialized opening turns, shown as context only."""
+    target = target_tokens(request, serialized_middle)
     if request.previous_summary is None:
-        user = _first_prompt(request, serialized_middle)
+        user = _first_prompt(request, serialized_middle, head=head, target=target)
     else:
-        user = _update_prompt(request, request.previous_summary, serialized_middle)
+        user = _update_prompt(
+            request, request.previous_summary, serialized_middle, head=head, target=target
+        )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def _first_prompt(request: SummaryRequest, turns: str) -> str:
+def _head_context(head: str) -> list[str]:
+    if not head:
+        return []
+    return [
+        "The opening turns below stay in the transcript word for word, before your record: "
+        "do not summarize them and do not repeat them. Read them for the user's task and "
+        "terms, so Goal and Constraints & Preferences say what the user asked for.",
+        f"<kept_opening_turns>\n{head}\n</kept_opening_turns>",
+    ]
+
+
+def _first_prompt(request: SummaryRequest, turns: str, *, head: str, target: int) -> str:
     return "\n\n".join(
         [
             "Write the reference record of the session turns below.",
-            *_shared_instructions(request),
+            *_shared_instructions(request, target),
+            *_head_context(head),
             f"<turns>\n{turns}\n</turns>",
             "Write the record now, starting with `## Historical Task Snapshot`.",
         ]
     )
 
 
-def _update_prompt(request: SummaryRequest, previous: str, turns: str) -> str:
+def _update_prompt(
+    request: SummaryRequest, previous: str, turns: str, *, head: str, target: int
+) -> str:
     next_number = last_action_number(previous) + 1
     return "\n\n".join(
         [
@@ -135,7 +179,8 @@ def _update_prompt(request: SummaryRequest, previous: str, turns: str) -> str:
             f"- The previous record's `## {LEDGER_HEADING}` section holds the user's own words; "
             "ctxpack adds it after your record by itself, so do not write it, but let it guide "
             "Goal, Constraints & Preferences and Critical Context.",
-            *_shared_instructions(request),
+            *_shared_instructions(request, target),
+            *_head_context(head),
             f"<previous_summary>\n{previous.strip()}\n</previous_summary>",
             f"<new_turns>\n{turns}\n</new_turns>",
             "Write the updated record now, starting with `## Historical Task Snapshot`.",
@@ -143,11 +188,11 @@ def _update_prompt(request: SummaryRequest, previous: str, turns: str) -> str:
     )
 
 
-def _shared_instructions(request: SummaryRequest) -> list[str]:
-    budget = max(request.budget_tokens, 1)
+def _shared_instructions(request: SummaryRequest, target: int) -> list[str]:
     lines = [
-        f"Length: keep the record under about {budget} tokens (about {budget * 3 // 4} words). "
-        "Give the space to facts the next model needs, not to narration."
+        f"Length: about {target} tokens (about {target * 3 // 4} words) at most; shorter is "
+        "fine when the turns hold less. Give the space to facts the next model needs, not to "
+        "narration."
     ]
     if request.focus:
         lines.append(

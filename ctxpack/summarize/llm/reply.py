@@ -2,8 +2,9 @@
 
 The reply is parsed from the raw JSON (not the client's model objects) so a
 server that answers 200 with an error object, no choices or odd content still
-gives a clear reason. A usable reply has every template heading; its sections
-are put into template order under canonical `## Heading` lines.
+gives a clear reason. A usable reply has every template heading and numbers
+its Completed Actions; its sections are put into template order under
+canonical `## Heading` lines.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.llm.errors import ContextOverflow, SummaryFailed, describe_body, is_overflow
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.serialize import strip_think
+from ctxpack.summarize.template import COMPLETED_ACTIONS
 
 _HEADING_LINE = re.compile(
     r"^\s{0,3}(?:#{1,6}\s*(?P<hashed>.+?)\s*#*|\*\*(?P<bold>[^*]+?)\*\*:?)\s*$"
 )
 _FENCE = re.compile(r"^```[A-Za-z]*\n(?P<body>.*)\n```$", re.DOTALL)
+_NUMBERED = re.compile(r"^\d+[.)]\s")
+_NONE = re.compile(r"^(?:[-*+]\s+)?none\.?$", re.IGNORECASE)
 
 
 def _key(name: str) -> str:
@@ -104,7 +108,28 @@ def normalize_summary(text: str) -> str:
     missing = [h for h in HEADINGS if h not in sections]
     if missing:
         raise SummaryFailed(f"the reply lacks the headings: {', '.join(missing)}")
+    _check_numbered(sections[COMPLETED_ACTIONS])
     return "\n\n".join(f"## {h}\n{_trim_lines(sections[h]) or 'None.'}" for h in HEADINGS)
+
+
+def _check_numbered(lines: list[str]) -> None:
+    """Refuse Completed Actions whose items are not `N. ...` lines.
+
+    Updates continue the numbering, so an unnumbered list would lose its place.
+    Indented lines and fenced blocks continue the item above them.
+    """
+    in_fence = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence or not stripped or line[:1].isspace() or _NONE.match(stripped):
+            continue
+        if not _NUMBERED.match(stripped):
+            raise SummaryFailed(
+                f"the reply's Completed Actions are not a numbered list ({stripped[:60]!r})"
+            )
 
 
 def _trim_lines(lines: list[str]) -> str:
