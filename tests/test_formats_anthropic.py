@@ -15,7 +15,15 @@ from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import COUNTER, FIXTURES
-from tests.test_formats_support import compact, compacted, expected, normal, summaries, updated
+from tests.test_formats_support import (
+    block_values,
+    compact,
+    compacted,
+    expected,
+    normal,
+    summaries,
+    updated,
+)
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 
@@ -117,8 +125,8 @@ def test_compaction_is_written_in_the_same_shape(shape: str) -> None:
     else:
         doc = json.loads(out)
     items = doc if isinstance(doc, list) else doc["messages"]
-    uses = _block_values(items, "tool_use", "id")
-    answers = _block_values(items, "tool_result", "tool_use_id")
+    uses = block_values([i["content"] for i in items], "tool_use", "id")
+    answers = block_values([i["content"] for i in items], "tool_result", "tool_use_id")
     assert uses == answers and uses
     back = formats.read(out, path="out.json").sessions[0].messages
     assert normal(back) == normal(new)
@@ -191,14 +199,3 @@ def test_cline_text_results_answer_the_call_before_them() -> None:
     assert last["content"][0] == {"type": "text", "text": "[list_files] Result: (pruned)"}
     assert last["content"][1] == cline[2]["content"][1]  # type: ignore[index]
     assert last["ts"] == 1777073175000
-
-
-def _block_values(items: list[Any], block_type: str, key: str) -> set[str]:
-    """`key` of every content block of `block_type` in the messages."""
-    return {
-        b[key]
-        for i in items
-        if isinstance(i["content"], list)
-        for b in i["content"]
-        if b["type"] == block_type
-    }

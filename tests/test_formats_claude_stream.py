@@ -11,7 +11,7 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_claude_code import _expected_tokens
-from tests.test_formats_support import compacted, normal, summaries, updated
+from tests.test_formats_support import block_values, compacted, normal, summaries, updated
 
 LOG = (
     FIXTURES
@@ -63,20 +63,8 @@ def test_compaction_writes_a_boundary_and_summary_line(counter: TokenCounter) ->
     assert meta == {"trigger": "manual", "post_tokens": counter.messages(new)}
     assert view[1]["type"] == "user"
     assert markers.is_summary({"role": "user", "content": view[1]["message"]["content"]})
-    uses = {
-        b["id"]
-        for o in view
-        if o["type"] == "assistant"
-        for b in o["message"]["content"]
-        if b["type"] == "tool_use"
-    }
-    answers = {
-        b["tool_use_id"]
-        for o in view
-        if o["type"] == "user"
-        for b in o["message"]["content"]
-        if b["type"] == "tool_result"
-    }
+    uses = block_values(_contents(view, "assistant"), "tool_use", "id")
+    answers = block_values(_contents(view, "user"), "tool_result", "tool_use_id")
     assert uses == answers and uses
     # Before the new boundary only the init line is left: the old turns and
     # the old compaction's markers are gone; the tail stays byte for byte.
@@ -114,3 +102,7 @@ def test_subagent_lines_stay_out_unless_asked_for() -> None:
     both = formats.read(data, path="log.jsonl", options=ReadOptions(include_sidechains=True))
     assert [m.text(x) for x in both.sessions[1].messages] == ["subagent says hi"]
     assert len(objs) + 1 == len(_lines(formats.write(both, counter=COUNTER)))
+
+
+def _contents(lines: list[dict[str, Any]], kind: str) -> list[Any]:
+    return [o["message"]["content"] for o in lines if o["type"] == kind]

@@ -171,3 +171,14 @@ def assert_counted(source: Path, expected: dict[str, int], counter: TokenCounter
     assert total["tokens"] == sum(expected.values())
     msgs = formats.read(source.read_bytes(), path=str(source)).sessions[0].messages
     assert counter.messages(msgs) == sum(expected.values())
+
+
+def block_values(contents: list[Any], block_type: str, key: str) -> set[str]:
+    """`key` of every content block of `block_type` in these message contents."""
+    return {
+        block[key]
+        for content in contents
+        if isinstance(content, list)
+        for block in content
+        if isinstance(block, dict) and block.get("type") == block_type
+    }
