@@ -189,9 +189,7 @@ def summarize_messages(
     first = not any(markers.has_system_note(msg) for msg in head)
     _, unanswered = toolpairs.orphans(messages)
     pending = frozenset(use.call_id for use in unanswered if use.call_id)
-    assembly = assemble(
-        head=head, summary=text, tail=tail, first_compaction=first, pending=pending
-    )
+    assembly = assemble(head=head, summary=text, tail=tail, first_compaction=first, pending=pending)
     out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
