@@ -18,16 +18,9 @@ from typer.testing import CliRunner
 
 from ctxpack import markers
 from ctxpack.cli import app
-from tests.conftest import FIXTURES
+from tests.test_evaluate import CODEX, HAIKU, STREAM
 
 runner = CliRunner()
-HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
-CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
-STREAM = (
-    FIXTURES
-    / "claude-stream-json"
-    / "openagents__logs__20251222_175115-call-issue-ready-now-to.jsonl"
-)
 Obj = dict[str, Any]
 
 

@@ -23,6 +23,7 @@ from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
+from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
@@ -176,9 +177,10 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    # Facts come only from turns that ran: the middle (a call left unanswered
-    # there is kept in the tail's first message or noted by the sanitizer).
-    facts = preserved_facts_section(middle, text, counter=counter, cap_tokens=max(room - 2, 0))
+    # Facts come only from turns that ran: the middle without the calls that
+    # never got a result (those in head and tail stay in place as they were).
+    ran, _ = sanitize_tool_pairs(middle)
+    facts = preserved_facts_section(ran, text, counter=counter, cap_tokens=max(room - 2, 0))
     if facts:
         text = f"{text}\n\n{facts}"
     # The exact turns this summary replaces, for `ctxpack show` / restore; an
