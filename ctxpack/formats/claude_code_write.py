@@ -19,9 +19,9 @@ conversation happened: head, record, tail.
   writes when a partial compaction keeps the earliest turns (the preserved
   prefix hangs off the boundary and the summary follows it): the client loads
   it, and following `parentUuid` from the last line yields exactly the
-  compacted conversation in order (head, record, tail). Without a boundary
-  the loader would also work, but the client would then count the whole old
-  history behind our head as live context;
+  compacted conversation in order (head, record, tail). A plain chain with
+  no boundary would load in that order too; the boundary stays so the client
+  knows the session was compacted (it says so and prunes anything before it);
 * every other line of the conversation's chain goes: the summarized turns,
   the originals of the copied head lines, the notices riding on them, and
   the history an earlier compaction in the chain had already summarized.
