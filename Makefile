@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 DEMO_INPUT := fixtures/claude-code/openagents__regex-log__haiku-testgen-v2.jsonl
 DEMO_OUT := demo
 
-.PHONY: install demo test lint typecheck docs cog unit bench clean
+.PHONY: install demo test lint typecheck docs cog unit bench clean resume-check resume-clients
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -26,11 +26,11 @@ demo: $(STAMP)
 	@echo "compacted transcript: $(DEMO_OUT)/session.ctxpack.jsonl (report: $(DEMO_OUT)/report.json)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check ctxpack tests bench
-	$(BIN)/ruff format --check ctxpack tests bench
+	$(BIN)/ruff check ctxpack tests bench resume
+	$(BIN)/ruff format --check ctxpack tests bench resume
 
 typecheck: $(STAMP)
-	$(BIN)/mypy ctxpack
+	$(BIN)/mypy ctxpack resume
 
 # README's --help blocks are generated from the CLI; a stale one fails the build.
 docs: $(STAMP)
@@ -44,8 +44,27 @@ unit: $(STAMP)
 
 test: lint typecheck docs unit
 
+# The real agent clients, pinned in resume/package-lock.json, installed from
+# the npm registry into .resume (ignored); each ships its native binary in an
+# npm package, so the install needs nothing but the registry.
+CLIENTS_STAMP := .resume/.installed
+
+$(CLIENTS_STAMP): resume/package.json resume/package-lock.json
+	@mkdir -p .resume
+	@cp resume/package.json resume/package-lock.json .resume/
+	@echo "installing the agent clients into .resume ..."
+	@cd .resume && npm ci --no-audit --no-fund > npm.log 2>&1 || { cat npm.log; exit 1; }
+	@touch $(CLIENTS_STAMP)
+
+resume-clients: $(CLIENTS_STAMP)
+
+# Resume original and compacted fixtures in Claude Code, Codex and pi against
+# a loopback stub and check the request each one sends.
+resume-check: $(STAMP) $(CLIENTS_STAMP)
+	$(BIN)/python -m resume.check
+
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_OUT) .resume .mypy_cache .ruff_cache .pytest_cache .hypothesis

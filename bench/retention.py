@@ -1,44 +1,88 @@
-"""Print the README's retention table: `compress --force --offline` on every
-bundled real transcript, then `ctxpack eval` of the result (region retention)."""
+"""Print the README's retention table: `ctxpack compress --offline --force
+--context-length N` on every real transcript, then `ctxpack eval` of the
+result: the facts of the compacted region (every original message not kept
+verbatim, pruned outputs included), per file and pooled.
+
+    python bench/retention.py                      # fixtures/, 32,000-token window
+    python bench/retention.py ../shared/real-transcripts --context-length 32000
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ctxpack import formats
-from ctxpack.evaluate.retention import CATEGORIES, combine, evaluate_transcripts
+from ctxpack.align.budget import Budget
+from ctxpack.errors import CtxpackError
+from ctxpack.evaluate.retention import EvalReport, FactCache, combine, evaluate_transcripts
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.tokens.counter import TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent
+SUFFIXES = (".json", ".jsonl", ".traj")
+# The categories the table shows: the ones a resumed agent works from.
+SHOWN = ("paths", "commands", "errors", "identifiers")
+CONTEXT_LENGTH = 32_000
+
+
+def transcripts(roots: Iterable[Path]) -> list[Path]:
+    return sorted(path for root in roots for path in root.rglob("*") if path.suffix in SUFFIXES)
+
+
+def measure(
+    path: Path, *, counter: TokenCounter, context_length: int, cache: FactCache
+) -> EvalReport:
+    """Compress one file as the CLI does, write it, read it back, evaluate."""
+    original = formats.read(path.read_bytes(), path=str(path))
+    settings = CompressSettings(budget=Budget(context_length=context_length), force=True)
+    result, _ = compress_transcript(original, counter=counter, settings=settings)
+    fmt = None if formats.get(original.format).writable else "openai"
+    written = formats.read(formats.write(result, counter=counter, fmt=fmt), path="out", fmt=fmt)
+    report = combine(evaluate_transcripts(original, written, counter=counter, cache=cache))
+    report.label = str(path)
+    return report
+
+
+def pooled(paths: list[Path], *, counter: TokenCounter, context_length: int) -> EvalReport:
+    cache = FactCache()
+    reports = [
+        measure(path, counter=counter, context_length=context_length, cache=cache) for path in paths
+    ]
+    return combine(reports, label="pooled")
+
+
+def _cells(report: EvalReport) -> str:
+    cells = []
+    for key in SHOWN:
+        found, kept = report.found(key), report.kept(key)
+        cells.append(f"{kept}/{found} ({kept / found:.0%})" if found else "–")
+    return " | ".join(cells)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("roots", nargs="*", type=Path, default=[ROOT / "fixtures"])
+    parser.add_argument("--context-length", type=int, default=CONTEXT_LENGTH)
+    args = parser.parse_args()
     counter = TokenCounter()
-    print("| fixture | compacted sessions | " + " | ".join(CATEGORIES) + " | tokens after |")
-    print("|---|---|" + "---|" * len(CATEGORIES) + "---|")
-    for path in sorted((ROOT / "fixtures").glob("*/*")):
-        if path.suffix not in (".json", ".jsonl", ".traj"):
+    cache = FactCache()
+    reports = []
+    print("| transcript | " + " | ".join(SHOWN) + " | token ratio |")
+    print("|---|" + "---|" * len(SHOWN) + "---|")
+    for path in transcripts(args.roots):
+        try:
+            report = measure(path, counter=counter, context_length=args.context_length, cache=cache)
+        except CtxpackError as exc:
+            print(f"skipped {path}: {exc}", file=sys.stderr)
             continue
-        original = formats.read(path.read_bytes(), path=str(path))
-        result, report = compress_transcript(
-            original, counter=counter, settings=CompressSettings(force=True)
-        )
-        fmt = None if formats.get(original.format).writable else "openai"
-        written = formats.read(formats.write(result, counter=counter, fmt=fmt), path="out", fmt=fmt)
-        whole = combine(evaluate_transcripts(original, written, counter=counter))
-        cells = []
-        for key in CATEGORIES:
-            found, kept = whole.found(key), whole.kept(key)
-            cells.append(f"{kept}/{found}" if found else "–")
-        changed = sum(1 for s in report.sessions if s.status == "compacted")
-        ratio = report.after.tokens / report.before.tokens if report.before.tokens else 1.0
+        reports.append(report)
         name = f"{path.parent.name}/{path.name}"
-        print(
-            f"| {name} | {changed}/{len(report.sessions)} | "
-            + " | ".join(cells)
-            + f" | {ratio:.1%} |"
-        )
+        print(f"| {name} | {_cells(report)} | {report.ratio:.2f} |")
+    whole = combine(reports, label="pooled")
+    print(f"| **pooled ({len(reports)} files)** | {_cells(whole)} | {whole.ratio:.2f} |")
 
 
 if __name__ == "__main__":

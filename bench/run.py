@@ -132,11 +132,65 @@ def paired(cmd: list[str], base: list[str], runs: int) -> tuple[float, float, in
     return min(cmd_times), min(base_times), peak
 
 
+FTS_INDEX = r"""
+import sys, orjson
+from ctxpack.archive.recall import Recall
+with Recall.open(sys.argv[1]) as store:
+    run = store.index()
+print(orjson.dumps({"blobs": run.blobs, "lines": run.lines, "seconds": run.seconds}).decode())
+"""
+
+
+def fts_row(path: Path) -> dict[str, Any]:
+    """The full-text index of one compaction of `path`: built from scratch in a
+    fresh process (what the first `search` of `ctxpack mcp` does)."""
+    archive = OUT / f"fts-{path.stem}.db"
+    for stale in OUT.glob(f"{archive.name}*"):
+        stale.unlink()
+    compress = ["compress", "--offline", "--force", str(path), "-o", str(OUT / "out.jsonl")]
+    measure([*CTXPACK, *compress, "--archive", str(archive)])
+    before = archive.stat().st_size
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", FTS_INDEX, str(archive)], capture_output=True, check=True
+    )
+    wall = time.perf_counter() - start
+    run = orjson.loads(done.stdout)
+    row = {
+        **run,
+        "wall_s": wall,
+        "archive_bytes": before,
+        "index_bytes": _db_size(archive) - before,
+    }
+    print(
+        f"  {'FTS index build (first search)':38s} {run['seconds']:6.2f}s ({wall:.2f}s with"
+        f" startup): {run['blobs']:,} blobs, {run['lines']:,} lines,"
+        f" +{row['index_bytes'] / 1e6:.1f} MB on a {before / 1e6:.1f} MB archive"
+    )
+    return row
+
+
+def _db_size(archive: Path) -> int:
+    return sum(p.stat().st_size for p in archive.parent.glob(f"{archive.name}*"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100", help="input sizes in MB")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--fts-only", action="store_true", help="only the full-text index build, per size"
+    )
     args = parser.parse_args()
+    if args.fts_only:
+        OUT.mkdir(parents=True, exist_ok=True)
+        for size in [int(s) for s in args.sizes.split(",")]:
+            path = OUT / f"session-{size}mb.jsonl"
+            if not path.exists() or path.stat().st_size < size * 1_000_000:
+                build_input(size * 1_000_000, path)
+            print(f"{size} MB session ({path.stat().st_size:,} bytes):")
+            fts_row(path)
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"sizes": {}}
     startup, typer_import, _ = paired(
@@ -209,6 +263,7 @@ def main() -> None:
                 f"  {name:38s} {seconds:6.2f}s vs {base:5.2f}s  {ratio:5.2f}x (<= {target}x)"
                 f"  RSS {rss / 1e6:6.1f} MB = {rss_ratio:4.2f}x file  {ok}"
             )
+        rows["fts index"] = fts_row(path)
         results["sizes"][f"{size}mb"] = rows
     (OUT / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
     print(f"\nwrote {OUT / 'results.json'}")

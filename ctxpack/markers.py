@@ -16,6 +16,12 @@ SUMMARY_PREFIX = (
     "listed in it. The active request is the user's latest message outside this "
     "record."
 )
+# With recall enabled, the record also says how to read back what it cites.
+RECALL_TOOL = "recall"
+RECALL_NOTE = (
+    "Full text that this record or a placeholder cites by ref (ctxpack:…) can be "
+    f"read back with the {RECALL_TOOL} tool: {RECALL_TOOL}('ctxpack:…')."
+)
 SUMMARY_END = "[end of ctxpack compacted history]"
 # The record's last line: the archived exact turns it replaces, oldest first
 # (an update adds its own to the earlier ones, so one line covers them all).
@@ -35,6 +41,21 @@ FOREIGN_SUMMARY_PREFIXES = (
     "[CONTEXT SUMMARY]:",
     "This session is being continued from a previous conversation",
 )
+
+
+def summary_prefix(*, recall: bool) -> str:
+    """The record's prefix; with recall, followed by how to read refs back."""
+    return f"{SUMMARY_PREFIX} {RECALL_NOTE}" if recall else SUMMARY_PREFIX
+
+
+def recall_call(ref: str) -> str:
+    """How the record and placeholders show the model a ref it can read back."""
+    return f"{RECALL_TOOL}('{ref}')"
+
+
+def cite(ref: str, *, recall: bool) -> str:
+    """A ref as the record cites it: bare, or as the recall call that reads it."""
+    return recall_call(ref) if recall else ref
 
 
 _PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
@@ -62,6 +83,7 @@ def summary_body(msg: Message) -> str:
     if start >= 0:
         body = body[start:]
         body = body[len(SUMMARY_PREFIX) :] if body.startswith(SUMMARY_PREFIX) else body[len(head) :]
+        body = body.removeprefix(f" {RECALL_NOTE}")
         end = body.rfind(SUMMARY_END)
         if end >= 0:
             body = body[:end]

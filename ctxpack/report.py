@@ -43,6 +43,8 @@ class SessionReport:
     retention: dict[str, Any] | None = None
     # Bytes the output cites by ref (not part of the JSON report).
     blobs: list[Blob] = field(default_factory=list, repr=False)
+    # The messages [start, end) of the session that the summary replaced.
+    summarized: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

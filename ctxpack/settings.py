@@ -131,6 +131,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("focus", str, None, "Topic the summary should favour"),
     Setting("jobs", int, 1, "Worker processes for batches"),
+    Setting(
+        "recall",
+        bool,
+        False,
+        "Placeholders and the record say how to read refs back with the MCP recall tool"
+        " (ctxpack mcp)",
+    ),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 # The settings that make up a Budget, and those of the LLM summarizer.
@@ -226,9 +233,22 @@ def _load_toml(path: Path, *, table: tuple[str, ...]) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _boolean(value: Any) -> bool:
+    """A switch from TOML (true/false) or the environment (1/0, true/false, yes/no, on/off)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(value)
+
+
 def _convert(setting: Setting, value: Any, source: str) -> Any:
     try:
-        converted = setting.kind(value)
+        converted = _boolean(value) if setting.kind is bool else setting.kind(value)
     except (TypeError, ValueError):
         raise UsageError(
             f"{source}: {setting.name} must be {setting.kind.__name__}, got {value!r}"

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.protocol import HEADINGS
 
@@ -68,6 +69,11 @@ def summary_text(marker: str = "", *, actions: int = 2) -> str:
             lines = f"{heading} notes. {marker}".strip()
         sections.append(f"## {heading}\n{lines}")
     return "\n\n".join(sections)
+
+
+def model_part(record: str) -> str:
+    """A record without the user ledger ctxpack appends to the model's reply."""
+    return record.split(f"\n\n## {LEDGER_HEADING}\n", 1)[0]
 
 
 def completion(content: str | None, *, finish_reason: str = "stop", model: str = "m") -> Any:

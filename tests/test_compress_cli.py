@@ -271,7 +271,8 @@ def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_
     assert retention["region"]["commands"] == 1.0
     assert retention["failed_checks"] == []
     out.unlink()
-    refused = runner.invoke(app, [*args, "--min-retention", "identifiers=1.0"])
+    small = [*args, "--context-length", "32000"]
+    refused = runner.invoke(app, [*small, "--min-retention", "errors=1.0"])
     assert refused.exit_code == 4
     assert "compaction refused" in refused.stderr
     assert not out.exists()

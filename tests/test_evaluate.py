@@ -28,6 +28,7 @@ from ctxpack.report import CompressReport
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
+from tests.builders import call, result
 from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -48,19 +49,6 @@ ALL_FIXTURES = sorted(p for p in FIXTURES.glob("*/*") if p.suffix != ".md")
 
 def read(path: Path) -> Transcript:
     return formats.read(path.read_bytes(), path=str(path))
-
-
-def call(call_id: str, name: str, args: dict[str, Any]) -> Message:
-    function = {"name": name, "arguments": json.dumps(args)}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-    }
-
-
-def result(call_id: str, text: str) -> Message:
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
 def summary(body: str, *, role: str = "user") -> Message:
@@ -139,22 +127,20 @@ def test_windows_paths_in_arguments_survive_json_escaping(counter: TokenCounter)
     assert report.category("commands").missing == []
 
 
-def test_multiline_heredoc_kept_in_arguments_or_summary_but_not_truncated(
+def test_long_heredoc_is_kept_when_the_summary_names_it(
     counter: TokenCounter,
 ) -> None:
     messages = read(HAIKU).sessions[0].messages
-    heredoc = messages[3]  # python3 << 'EXPAND_EOF' ... (a 40-line script)
-    command = extract_facts([heredoc]).commands[0]
-    assert command.count("\n") > 20
+    heredoc = messages[3]  # python3 << 'EXPAND_EOF' ... (a 50-line script)
+    assert extract_facts([heredoc]).commands == ["python3 << 'EXPAND_EOF'"]
     region = [messages[0], heredoc, messages[4]]
     whole = evaluate(region, [messages[0], heredoc, messages[4]], counter=counter)
     assert whole.region_messages == 0 and whole.retention("commands", scope="transcript") == 1
-    # Re-indented into a summary: whitespace does not matter.
-    flat = summary(template(f"\n\n## Preserved Facts\n- Command: `{' '.join(command.split())}`"))
-    assert evaluate(region, [messages[0], flat], counter=counter).retention("commands") == 1.0
-    cut = summary(template(f"\n\n- Command: {command[:200]}…[ctxpack: 1,573 more chars]"))
-    report = evaluate(region, [messages[0], cut], counter=counter)
-    assert report.category("commands").missing == [command]
+    named = summary(template("\n\n1. Ran `python3 << 'EXPAND_EOF'` (a 50-line script) — ok"))
+    assert evaluate(region, [messages[0], named], counter=counter).retention("commands") == 1.0
+    other = summary(template("\n\n1. Ran `python3 << 'EOF'` (a 27-line script) — ok"))
+    report = evaluate(region, [messages[0], other], counter=counter)
+    assert report.category("commands").missing == ["python3 << 'EXPAND_EOF'"]
 
 
 # ---- evaluate ---------------------------------------------------------------

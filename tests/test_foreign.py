@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ctxpack.summarize.foreign import to_template
+from ctxpack.summarize.ledger import previous_entries
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import parse, render
 
@@ -72,6 +73,8 @@ def test_claude_code_sections_map_onto_ours() -> None:
     assert context[0].startswith("- This record merges Claude Code's own summary (")
     assert "4 line(s) of it (notes, instructions) are only in its full text" in context[0]
     assert context[1:] == ["- Python regular expressions"]
+    # The user's words go to the user ledger, as entries an update carries on.
+    assert previous_entries(text) == ["Write a log parser"]
     assert "Primary Request" not in text and "Please continue" not in text
 
 

@@ -117,20 +117,8 @@ def test_compaction_is_written_in_the_same_shape(shape: str) -> None:
     else:
         doc = json.loads(out)
     items = doc if isinstance(doc, list) else doc["messages"]
-    uses = {
-        b["id"]
-        for i in items
-        if isinstance(i["content"], list)
-        for b in i["content"]
-        if b["type"] == "tool_use"
-    }
-    answers = {
-        b["tool_use_id"]
-        for i in items
-        if isinstance(i["content"], list)
-        for b in i["content"]
-        if b["type"] == "tool_result"
-    }
+    uses = _block_values(items, "tool_use", "id")
+    answers = _block_values(items, "tool_result", "tool_use_id")
     assert uses == answers and uses
     back = formats.read(out, path="out.json").sessions[0].messages
     assert normal(back) == normal(new)
@@ -203,3 +191,14 @@ def test_cline_text_results_answer_the_call_before_them() -> None:
     assert last["content"][0] == {"type": "text", "text": "[list_files] Result: (pruned)"}
     assert last["content"][1] == cline[2]["content"][1]  # type: ignore[index]
     assert last["ts"] == 1777073175000
+
+
+def _block_values(items: list[Any], block_type: str, key: str) -> set[str]:
+    """`key` of every content block of `block_type` in the messages."""
+    return {
+        b[key]
+        for i in items
+        if isinstance(i["content"], list)
+        for b in i["content"]
+        if b["type"] == block_type
+    }

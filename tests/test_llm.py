@@ -13,6 +13,7 @@ import pytest
 
 from ctxpack import markers
 from ctxpack.errors import SummarizerError, UsageError
+from ctxpack.summarize.ledger import LEDGER_INTRO
 from ctxpack.summarize.llm.client import LLMSummarizer, output_limit
 from ctxpack.summarize.llm.errors import SummaryFailed
 from ctxpack.summarize.llm.prompts import PROMPT_VERSION
@@ -27,6 +28,7 @@ from tests.llm_server import (
     completion,
     error,
     llm_server_fixture,  # noqa: F401
+    model_part,
     ok,
     settings_for,
     summary_text,
@@ -128,7 +130,11 @@ def test_success_and_the_exact_request_body(llm_server: FakeLLM, counter: TokenC
     summarizer = LLMSummarizer(settings_for(llm_server))
     result = summarizer.summarize(_request(), counter=counter)
     assert result.source == "llm" and result.model == "test-model" and result.warnings == []
-    assert result.text == summary_text("done")
+    # The model's record as it replied, then the user's own words (the ledger).
+    assert result.text == (
+        f"{summary_text('done')}\n\n## User Messages\n{LEDGER_INTRO}\n"
+        '- "Deploy with key [REDACTED:openai-key] and fix tests/test_api.py"'
+    )
     (received,) = llm_server.received
     assert received.path == "/v1/chat/completions"
     assert received.body == summarizer.dump_request(_request())
@@ -173,7 +179,7 @@ def test_rate_limit_then_success_is_retried_by_the_client(
     llm_server.script(error(429, "slow down", **FAST_RETRY), ok("second"))
     settings = settings_for(llm_server, max_retries=2)
     result = LLMSummarizer(settings).summarize(_request(), counter=counter)
-    assert result.text == summary_text("second")
+    assert model_part(result.text) == summary_text("second")
     assert len(llm_server.received) == 2
     assert llm_server.received[1].headers["x-stainless-retry-count"] == "1"
 
@@ -300,7 +306,7 @@ def test_overflow_phrasings_of_common_servers_trigger_chunking(
     _first, second, third, *_ = llm_server.received
     assert "<previous_summary>" not in second.user_text()
     assert summary_text("chunk") in third.user_text()
-    assert result.text == summary_text("chunk")
+    assert model_part(result.text) == summary_text("chunk")
 
 
 def test_context_overflow_is_folded_chunk_by_chunk(
@@ -322,7 +328,7 @@ def test_context_overflow_is_folded_chunk_by_chunk(
     for n, later in enumerate(accepted[1:], start=1):
         assert later.count(summary_text(f"partial-{n}")) == 1
         assert f"<previous_summary>\n{summary_text(f'partial-{n}')}\n</previous_summary>" in later
-    assert result.text == summary_text(f"partial-{len(accepted)}")
+    assert model_part(result.text) == summary_text(f"partial-{len(accepted)}")
     (warning,) = result.warnings
     found = re.fullmatch(
         r"the middle was summarized in (\d+) chunks to fit the summarizer context \(32000 tokens\)",
@@ -404,7 +410,7 @@ def test_cache_hit_makes_no_second_request(
     one = LLMSummarizer(settings).summarize(_request(), counter=counter)
     two = LLMSummarizer(settings).summarize(_request(), counter=counter)
     assert len(llm_server.received) == 1
-    assert one.text == two.text == summary_text("first")
+    assert one.text == two.text and model_part(one.text) == summary_text("first")
     (entry,) = (tmp_path / "summaries").glob("*.json")
     assert json.loads(entry.read_text())["prompt_version"] == PROMPT_VERSION
     # Another model or another middle is another key.
@@ -423,9 +429,8 @@ def test_failures_are_not_cached(
     settings = settings_for(llm_server, use_cache=True)
     with pytest.raises(SummaryFailed):
         LLMSummarizer(settings).summarize(_request(), counter=counter)
-    assert LLMSummarizer(settings).summarize(_request(), counter=counter).text == summary_text(
-        "good"
-    )
+    text = LLMSummarizer(settings).summarize(_request(), counter=counter).text
+    assert model_part(text) == summary_text("good")
 
 
 def test_importing_the_summarizer_does_not_import_openai() -> None:

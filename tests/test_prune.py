@@ -26,6 +26,7 @@ from ctxpack.prune.stage import (
 )
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
+from tests.builders import call, result
 from tests.conftest import COUNTER, TAU_BENCH
 
 SMALL = PruneSettings(budget=Budget(tail_tokens=500, protect_last=4))
@@ -42,19 +43,6 @@ def tau_pruned(tau: Transcript, counter: TokenCounter) -> tuple[Transcript, list
 
 
 # --- helpers to build transcripts -----------------------------------------------------
-
-
-def call(cid: str, name: str, args: dict[str, Any]) -> Message:
-    fn = {"name": name, "arguments": json.dumps(args)}
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": cid, "type": "function", "function": fn}],
-    }
-
-
-def result(cid: str, text: str) -> Message:
-    return {"role": "tool", "tool_call_id": cid, "content": text}
 
 
 def convo(*middle: Message, tail: int = 4) -> list[Message]:

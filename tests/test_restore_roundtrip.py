@@ -62,7 +62,8 @@ def test_compress_then_restore_is_byte_identical(path: Path, tmp_path: Path) -> 
     assert _sha(back) == _sha(path)
 
 
-def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
+def _compacted_openai_session(tmp_path: Path) -> tuple[Path, Path]:
+    """The demo session as OpenAI JSONL, and its compaction (archived by default)."""
     source = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     session = tmp_path / "s.jsonl"
     session.write_bytes(
@@ -70,6 +71,11 @@ def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
     )
     out = tmp_path / "c.jsonl"
     runner.invoke(app, ["compress", "--force", "--offline", str(session), "-o", str(out)])
+    return session, out
+
+
+def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
+    session, out = _compacted_openai_session(tmp_path)
     extra = b'{"role":"user","content":"and now?"}\n{"role":"assistant","content":"done"}\n'
     out.write_bytes(out.read_bytes() + extra)
     plain = runner.invoke(app, ["restore", str(out), "-o", str(tmp_path / "x.jsonl")])
@@ -81,13 +87,7 @@ def test_expand_keeps_turns_added_after_compaction(tmp_path: Path) -> None:
 
 
 def test_placeholders_resolve_with_show(tmp_path: Path) -> None:
-    source = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
-    session = tmp_path / "s.jsonl"
-    session.write_bytes(
-        formats.write(formats.read(source.read_bytes(), path="s"), fmt="openai", counter=COUNTER)
-    )
-    out = tmp_path / "c.jsonl"
-    runner.invoke(app, ["compress", "--force", "--offline", str(session), "-o", str(out)])
+    session, out = _compacted_openai_session(tmp_path)
     texts = [json.loads(line).get("content") or "" for line in out.read_bytes().splitlines()]
     refs = [t.rsplit("full: ", 1)[1] for t in texts if isinstance(t, str) and "full: ctxpack:" in t]
     assert refs

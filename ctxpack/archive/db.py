@@ -223,7 +223,13 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX compaction_blobs_sha ON compaction_blobs(sha256)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+def _v2(conn: sqlite3.Connection) -> None:
+    # Where each blob came from (session, message, tool, command), as JSON;
+    # NULL for blobs recorded before origins were kept.
+    conn.execute("ALTER TABLE compaction_blobs ADD COLUMN origin TEXT")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -34,9 +34,11 @@ from ctxpack.archive.db import (
     unpack,
     write_tx,
 )
+from ctxpack.archive.fts import drop_all
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
+    Origin,
     compaction_id,
     dump_json,
     join_appended,
@@ -65,7 +67,7 @@ class Archive:
         self.path = path
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Archive:
+    def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Self:
         """Open the archive at `path`, $CTXPACK_ARCHIVE or the XDG data dir.
 
         `create=False` raises ArchiveMissing instead of creating a new file
@@ -187,8 +189,15 @@ class Archive:
         blobs: list[Blob],
         settings: dict[str, Any],
         report: dict[str, Any],
+        origins: Sequence[Origin | None] = (),
     ) -> str:
-        """Store everything needed to undo one compaction; return its id."""
+        """Store everything needed to undo one compaction; return its id.
+
+        `origins[i]`, where given, says where `blobs[i]` came from."""
+        if len(origins) > len(blobs):
+            raise ValueError("more origins than blobs")
+        where = [dump_json(o.to_dict()) if o else None for o in origins]
+        where += [None] * (len(blobs) - len(where))
         input_sha = sha256_hex(input_bytes)
         output_sha = sha256_hex(output_bytes)
         blob_shas = [sha256_hex(b) for b in blobs]
@@ -217,8 +226,9 @@ class Archive:
             )
             tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
             tx.executemany(
-                "INSERT INTO compaction_blobs (compaction_id, position, sha256) VALUES (?, ?, ?)",
-                [(cid, i, sha) for i, sha in enumerate(blob_shas)],
+                "INSERT INTO compaction_blobs (compaction_id, position, sha256, origin)"
+                " VALUES (?, ?, ?, ?)",
+                [(cid, i, sha, where[i]) for i, sha in enumerate(blob_shas)],
             )
 
         self._store(items, then=insert)
@@ -352,14 +362,17 @@ class Archive:
                 "DELETE FROM compaction_blobs"
                 " WHERE compaction_id NOT IN (SELECT id FROM compactions)"
             )
-            tx.execute(
+            dropped = tx.execute(
                 "DELETE FROM blobs WHERE touched < ?"
                 " AND NOT EXISTS (SELECT 1 FROM compactions c"
                 " WHERE c.input_sha256 = blobs.sha256)"
                 " AND NOT EXISTS (SELECT 1 FROM compaction_blobs b"
                 " WHERE b.sha256 = blobs.sha256)",
                 (cutoff,),
-            )
+            ).rowcount
+            if dropped:
+                # The index cannot forget one blob without its text: start it over.
+                drop_all(tx)
         # Best effort, after the commit: give freed pages back and shrink the WAL.
         with contextlib.suppress(sqlite3.Error):
             self._conn.execute("PRAGMA incremental_vacuum").fetchall()

@@ -65,6 +65,69 @@ class Compaction:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where an archived blob came from in the transcript it was cut from."""
+
+    kind: str  # TOOL_OUTPUT, MESSAGE or SUMMARIZED_TURNS
+    session: int  # the session's position in its file
+    session_label: str = ""
+    # The message's index in its session; for summarized turns, the first one.
+    message: int | None = None
+    # Summarized turns: the index after the last one.
+    end: int | None = None
+    role: str = ""
+    tool: str = ""
+    call: str = ""  # the call as pruning names it: "Bash `pytest -x`"
+    command: str = ""
+    paths: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that say something (the stored and returned form)."""
+        fields = {
+            "kind": self.kind,
+            "session": self.session,
+            "session_label": self.session_label,
+            "message": self.message,
+            "end": self.end,
+            "role": self.role,
+            "tool": self.tool,
+            "call": self.call,
+            "command": self.command,
+            "paths": list(self.paths),
+        }
+        return {k: v for k, v in fields.items() if v not in (None, "", [])}
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> Origin:
+        def text(key: str) -> str:
+            item = value.get(key)
+            return item if isinstance(item, str) else ""
+
+        def number(key: str) -> int | None:
+            item = value.get(key)
+            return item if isinstance(item, int) else None
+
+        paths = value.get("paths")
+        return cls(
+            kind=text("kind"),
+            session=number("session") or 0,
+            session_label=text("session_label"),
+            message=number("message"),
+            end=number("end"),
+            role=text("role"),
+            tool=text("tool"),
+            call=text("call"),
+            command=text("command"),
+            paths=tuple(p for p in paths if isinstance(p, str)) if isinstance(paths, list) else (),
+        )
+
+
+TOOL_OUTPUT = "tool output"
+MESSAGE = "message"
+SUMMARIZED_TURNS = "summarized turns"
+
+
+@dataclass(frozen=True)
 class ArchiveStats:
     compactions: int
     blobs: int

@@ -28,6 +28,7 @@ COMMANDS = {
     "log": "archive",
     "archive": "archive",
     "eval": "eval",
+    "mcp": "mcp",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -70,7 +70,11 @@ def prune(
         write=not dry_run and not (json_out and output is None),
     )
     stage = Prune(
-        PruneSettings(budget=config.budget_from(resolved), min_savings=resolved["min_savings"])
+        PruneSettings(
+            budget=config.budget_from(resolved),
+            min_savings=resolved["min_savings"],
+            recall=resolved["recall"],
+        )
     )
     outcome = run_file(job, stage=stage)
     report = outcome.report

@@ -20,6 +20,7 @@ import typer
 
 from ctxpack import files
 from ctxpack import settings as config
+from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
     from ctxpack.formats.base import ReadOptions
@@ -35,6 +36,10 @@ _METAVARS = {int: "<int>", float: "<float>", str: "<str>"}
 
 
 def _setting_option(setting: config.Setting, *short: str) -> tuple[Any, Any]:
+    if setting.kind is bool:
+        # A switch: given, it is on; unset, the environment or config file decides.
+        switch = typer.Option(setting.flag, *short, envvar=setting.env, help=f"{setting.help}.")
+        return Annotated[bool | None, switch], None
     # Typed as text: ctxpack.settings converts and checks every value the same
     # way, whichever layer it came from, and names that layer when it is wrong.
     default = "" if setting.default is None else f" [{setting.default}]"
@@ -131,6 +136,7 @@ ARCHIVE: Group = {
     "no_archive": _flag(
         "--no-archive", help="Do not keep the original in the archive (no restore)."
     ),
+    **_settings("recall"),
 }
 EVERY_SETTING: Group = _settings(*config.BY_NAME)
 
@@ -216,6 +222,8 @@ def file_job(
     from ctxpack.pipeline.run import FileJob
 
     params = ctx.params
+    if resolved["recall"] and params.get("no_archive"):
+        raise UsageError("--recall cites the archive: it cannot go with --no-archive")
     return FileJob(
         source=source,
         output=output,
@@ -252,6 +260,7 @@ def compress_settings(
         on_failure=(
             "strict" if params["strict"] else "abort" if params["abort_on_failure"] else "fallback"
         ),
+        recall=resolved["recall"],
         **more,
     )
 

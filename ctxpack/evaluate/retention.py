@@ -3,8 +3,11 @@
 deterministic, so it can gate CI (`ctxpack eval --min-retention`).
 
 "The region" is every original message that does not reappear unchanged in the
-output (same role, content and tool calls). Facts of messages that survived
-verbatim are kept trivially; the region's facts are the ones at risk.
+output (same role, content and tool calls): the summarized middle and every
+pruned output or shrunk call around it. Facts of messages that survived
+verbatim are kept trivially; the region's facts are the ones at risk. A call
+that no result answers never ran: it holds no facts. `compress` reports the
+same numbers ("facts kept"), computed here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from ctxpack.evaluate.checks import (
     visible_texts,
     written_summaries,
 )
-from ctxpack.facts.extract import FactCollector, Facts, MessageFacts, known_facts, message_facts
+from ctxpack.facts.extract import (
+    FactCollector,
+    Facts,
+    MessageFacts,
+    known_facts,
+    message_facts,
+    ran_only,
+)
 from ctxpack.facts.match import Haystack
 from ctxpack.redact import mask
 from ctxpack.report import ratio
@@ -178,7 +188,8 @@ def evaluate(
     """Compare one session before and after compaction."""
     cache = cache or FactCache()
     survivors = MessageSet(compacted)
-    region = [msg for msg in original if msg not in survivors]
+    ran = ran_only(original)
+    region = [now for msg, now in zip(original, ran, strict=True) if msg not in survivors]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
     summaries = written_summaries(compacted, MessageSet(original))
@@ -186,7 +197,7 @@ def evaluate(
     return EvalReport(
         label="",
         region=_retention(cache.of(region), survives),
-        transcript=_retention(cache.of(original), survives),
+        transcript=_retention(cache.of(ran), survives),
         checks=[
             orphan_check(original, compacted),
             latest_user_check(original, compacted, haystack.text),
@@ -202,7 +213,11 @@ def evaluate(
 
 
 def evaluate_transcripts(
-    original: Transcript, compacted: Transcript, *, counter: TokenCounter
+    original: Transcript,
+    compacted: Transcript,
+    *,
+    counter: TokenCounter,
+    cache: FactCache | None = None,
 ) -> list[EvalReport]:
     """One report per session, the sessions paired by position."""
     if len(original.sessions) != len(compacted.sessions):
@@ -211,7 +226,7 @@ def evaluate_transcripts(
             f"{len(compacted.sessions)}; sessions are compared by position"
         )
     reports = []
-    cache = FactCache()
+    cache = cache or FactCache()
     for number, (before, after) in enumerate(
         zip(original.sessions, compacted.sessions, strict=True)
     ):

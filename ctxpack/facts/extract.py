@@ -4,9 +4,14 @@ decide what must survive) and by evaluation (to measure what did survive).
 Where facts come from, and why:
 - paths: user/assistant text, tool-call arguments and commands, error lines.
   Not whole tool outputs: a directory listing would bury the paths that matter.
-- commands: tool-call arguments (command/cmd/script, shell argv arrays).
-- errors: tool outputs (recognised error lines; the first line of a failed one).
-- identifiers: commit SHAs (hex with digits and letters) and UUIDs, anywhere.
+- commands: tool-call arguments (command/cmd/script, shell argv arrays); a
+  long multi-line script is known by its first line, as the record names it.
+- errors: tool outputs (recognised error lines; the first line of a failed
+  one), each distinct message once. Not a pruned output's one-line digest:
+  the evaluation and the preserved facts read the original output.
+- identifiers: commit SHAs (hex with digits and letters) and UUIDs anywhere,
+  versions in what the user, the assistant or a command wrote; never archive
+  refs.
 - urls: anywhere.
 - values: numbers with units and money in user/assistant text.
 - directives: user sentences that constrain the work (never, always, don't...).
@@ -18,20 +23,23 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.facts.match import Haystack, collapse
+from ctxpack.facts.match import Haystack, collapse, dedupe
 from ctxpack.facts.paths import paths_in_text
 from ctxpack.facts.text import (
+    command_fact,
     directives_in,
     identifiers_in,
     paths_in_arguments,
     urls_in,
     values_in,
+    versions_in,
 )
+from ctxpack.prune.oneliners import PRUNED_PREFIX
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import error_lines, result_flagged_error
-from ctxpack.toolpairs import calls_of, parse_arguments
+from ctxpack.toolpairs import LEGACY_SLOT, calls_of, orphans, parse_arguments
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message
 
@@ -93,24 +101,28 @@ def message_facts(
     errors: list[str] = []
     values: list[str] = []
     directives: list[str] = []
+    identifiers: list[str] = []
     if role in ("tool", "function"):
-        errors = error_lines(body, flagged=result_flagged_error(msg))
+        errors = failure_lines(body, flagged=result_flagged_error(msg))
         for line in errors:
             paths.extend(paths_in_text(line))
+        identifiers = identifiers_in(body)
     else:
         paths = paths_in_text(body)
         values = values_in(body)
+        identifiers = [*identifiers_in(body), *versions_in(body)]
         if role == "user":
             directives = directives_in(body)
-    identifiers = identifiers_in(body)
     urls = urls_in(body)
     commands: list[str] = []
     for raw, args in calls:
         command = command_of(args)
         if command:
-            commands.append(command)
+            commands.append(command_fact(command))
         paths.extend(paths_in_arguments(args, raw))
         identifiers.extend(identifiers_in(raw))
+        if command:
+            identifiers.extend(versions_in(command))
         urls.extend(urls_in(raw))
     found = (
         ("paths", paths),
@@ -124,6 +136,14 @@ def message_facts(
     return tuple(_unique(name, items) for name, items in found if items)
 
 
+def failure_lines(output: str, *, flagged: bool) -> list[str]:
+    """The distinct error lines of an output; none for a pruned output's
+    digest, whose original holds the real ones."""
+    if output.startswith(PRUNED_PREFIX):
+        return []
+    return error_lines(output, flagged=flagged)
+
+
 def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     kept: list[str] = []
     keys: dict[str, None] = {}
@@ -133,6 +153,31 @@ def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[st
             kept.append(item)
             keys[key] = None
     return name, tuple(kept), tuple(keys)
+
+
+def ran_only(messages: list[Message]) -> list[Message]:
+    """The messages without the calls no result answers: a call that never
+    ran is no completed fact. Unchanged messages are the same objects."""
+    _, unanswered = orphans(messages)
+    if not unanswered:
+        return messages
+    drop: dict[int, set[int]] = {}
+    for use in unanswered:
+        drop.setdefault(use.index, set()).add(use.slot)
+    out = []
+    for index, msg in enumerate(messages):
+        slots = drop.get(index)
+        if slots is None:
+            out.append(msg)
+            continue
+        copy = dict(msg)
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list):
+            copy["tool_calls"] = [c for n, c in enumerate(calls) if n not in slots]
+        if LEGACY_SLOT in slots:
+            copy.pop("function_call", None)
+        out.append(copy)
+    return out
 
 
 def message_calls(msg: Message, index: int = 0) -> Calls:
@@ -242,12 +287,14 @@ def preserved_facts_section(
         collector.add(message_facts(msg) if known is None else known)
     facts = collector.facts()
     haystack = Haystack(summary_text)
-    candidates = [
+    # The record masks secrets: a fact it names masked is not missing, and
+    # facts that differ only in a masked secret are one line.
+    candidates = dedupe(
         fact_line(category, item)
         for category in PRESERVED_ORDER
         for item in getattr(facts, category)
-        if not haystack.mentions(item)
-    ]
+        if not (haystack.mentions(item) or haystack.mentions(mask(item)))
+    )
     if not candidates:
         return ""
     head = [f"## {PRESERVED_FACTS_HEADING}", PRESERVED_INTRO]

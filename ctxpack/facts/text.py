@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxpack.facts.match import byte_view, collapse, dedupe, folded
 from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
+from ctxpack.refs import REF_PREFIX
 from ctxpack.tools import PATH_LIKE_KEYS, command_of, patched_files
 
 _URL_TRAIL = ".,;:!?*_"
@@ -29,6 +30,14 @@ _UUID_RE = re.compile(
 _HEX_VIEW = bytes(ord("x") if chr(i) in string.hexdigits else ord(" ") for i in range(256))
 _HEX_BEFORE = re.compile(r"[\w#-]")
 _HEX_AFTER = re.compile(r"[\w-]")
+# Versions: v1.2, 1.2.3, 3.11.4rc1; not a dotted quad (an IP address) nor part
+# of a longer dotted run.
+_VERSION_RE = re.compile(
+    r"(?<![\w.])(?:v\d+(?:\.\d+){1,3}|\d+\.\d+\.\d+)(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?(?![\w]|\.\d)"
+)
+# A multi-line command longer than this is named by its first line, as the
+# record names it, never pasted whole.
+MAX_INLINE_COMMAND = 120
 
 _UNITS = (
     r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
@@ -102,8 +111,28 @@ def paths_in_arguments(args: dict[str, Any], raw: str = "") -> list[str]:
 # ---- identifiers, urls, values, directives --------------------------------
 
 
+def script_lines(command: str) -> int:
+    """How many lines a long multi-line command (a script) has; 0 for a
+    command short enough to be shown whole."""
+    lines = command.strip().count("\n") + 1
+    return lines if lines > 1 and len(collapse(command)) > MAX_INLINE_COMMAND else 0
+
+
+def command_fact(command: str) -> str:
+    """What a command is known by: itself, or a script's first line."""
+    return command.strip().split("\n", 1)[0].strip() if script_lines(command) else command
+
+
+def versions_in(text: str) -> list[str]:
+    if "." not in text:
+        return []
+    return dedupe(mt.group(0) for mt in _VERSION_RE.finditer(text))
+
+
 def identifiers_in(text: str) -> list[str]:
-    """UUIDs and hex ids with both digits and letters, in order."""
+    """UUIDs and hex ids with both digits and letters, in order; never the
+    hex of an archive ref (`ctxpack:…`), which names archived text, not a thing
+    the work is about."""
     found: list[str] = []
     view = byte_view(text, _HEX_VIEW)
     start = view.find(b"xxxxxxx")
@@ -121,6 +150,9 @@ def identifiers_in(text: str) -> list[str]:
             and not token.isalpha()
             and not (start and _HEX_BEFORE.match(text, start - 1))
             and not _HEX_AFTER.match(text, end)
+            and not (
+                start >= len(REF_PREFIX) and text.startswith(REF_PREFIX, start - len(REF_PREFIX))
+            )
         ):
             found.append(token)
         start = view.find(b"xxxxxxx", end)

@@ -2,30 +2,58 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
+from ctxpack import toolpairs
 from ctxpack.archive.store import Archive
+from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, Origin
 from ctxpack.refs import Blob
-from ctxpack.transcript import Transcript
+from ctxpack.tools import describe
+from ctxpack.transcript import Message, Transcript
 
 if TYPE_CHECKING:
     from ctxpack.pipeline.compaction import CompressSettings
 
 
-def replaced_texts(original: Transcript, result: Transcript) -> list[Blob]:
-    """The text of every original message the run replaced or removed: what the
-    refs in pruning placeholders point at."""
-    blobs: list[Blob] = []
-    for before, after in zip(original.sessions, result.sessions, strict=True):
+def replaced_texts(original: Transcript, result: Transcript) -> list[tuple[Blob, Origin]]:
+    """The text of every original message the run replaced or removed (what the
+    refs in pruning placeholders point at), and where each one was."""
+    blobs: list[tuple[Blob, Origin]] = []
+    for number, (before, after) in enumerate(zip(original.sessions, result.sessions, strict=True)):
         kept = {id(msg) for msg in after.messages}
-        for msg in before.messages:
-            if id(msg) not in kept:
-                text = m.text(msg)
-                if text:
-                    blobs.append(text.encode("utf-8", "surrogatepass"))
+        links: dict[int, toolpairs.ToolUse] | None = None
+        for index, msg in enumerate(before.messages):
+            if id(msg) in kept:
+                continue
+            text = m.text(msg)
+            if not text:
+                continue
+            if links is None:
+                links = toolpairs.link_results(before.messages)
+            where = Origin(kind=MESSAGE, session=number, session_label=before.label, message=index)
+            blobs.append(
+                (text.encode("utf-8", "surrogatepass"), _origin(msg, links.get(index), where))
+            )
     return blobs
+
+
+def _origin(msg: Message, use: toolpairs.ToolUse | None, where: Origin) -> Origin:
+    """`where` (the message's place) with its role and, for a tool result, its call."""
+    if not m.is_tool_result(msg):
+        return replace(where, role=m.role(msg))
+    name = use.name if use else msg.get("name")
+    call = describe(name if isinstance(name, str) else "", use.arguments if use else "")
+    return replace(
+        where,
+        kind=TOOL_OUTPUT,
+        role=m.role(msg),
+        tool=call.name,
+        call=call.label,
+        command=call.command,
+        paths=call.paths,
+    )
 
 
 @dataclass(frozen=True)
@@ -34,8 +62,9 @@ class Kept:
 
     settings: dict[str, Any] = field(default_factory=dict)  # never an API key
     report: dict[str, Any] = field(default_factory=dict)
-    # Texts the output refers to but no longer holds (summarized turns).
-    blobs: list[Blob] = field(default_factory=list)
+    # Texts the output refers to but no longer holds (summarized turns), and
+    # where they were.
+    blobs: list[tuple[Blob, Origin]] = field(default_factory=list)
 
 
 def record_run(
@@ -44,12 +73,14 @@ def record_run(
     """Store the run; None when nothing changed (there is nothing to undo)."""
     if output == original.raw:
         return None
+    cited = [*replaced_texts(original, result), *kept.blobs]
     with Archive.open(archive_path) as archive:
         return archive.record_compaction(
             source_path=original.path,
             input_bytes=original.raw,
             output_bytes=output,
-            blobs=[*replaced_texts(original, result), *kept.blobs],
+            blobs=[blob for blob, _ in cited],
+            origins=[origin for _, origin in cited],
             settings=kept.settings,
             report=kept.report,
         )
@@ -70,5 +101,6 @@ def settings_record(settings: CompressSettings) -> dict[str, Any]:
         "prune_only": settings.prune == "prune-only",
         "focus": settings.focus,
         "redact": settings.redact,
+        "recall": settings.recall,
         "model": settings.llm.model if settings.llm else None,
     }

@@ -12,7 +12,8 @@ from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
-from ctxpack.facts.extract import preserved_facts_section
+from ctxpack.evaluate.checks import visible_texts
+from ctxpack.facts.extract import preserved_facts_section, ran_only
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
@@ -23,7 +24,6 @@ from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
@@ -50,6 +50,8 @@ class CompressSettings:
     on_failure: OnFailure = "fallback"
     # Mask secrets in the written transcript too, not only in LLM requests.
     redact: bool = False
+    # Tell the model that placeholders and the record can be read back (ctxpack mcp).
+    recall: bool = False
 
 
 def compress_messages(
@@ -92,7 +94,9 @@ def _compact(
     label: str,
     last_timestamp: str | None,
 ) -> tuple[list[Message], SessionReport]:
-    prune_settings = PruneSettings(budget=settings.budget, min_savings=settings.min_savings)
+    prune_settings = PruneSettings(
+        budget=settings.budget, min_savings=settings.min_savings, recall=settings.recall
+    )
     plan = None
     prune = settings.prune != "no-prune"
     if prune and len(messages) >= tokens.PARALLEL_MIN_MESSAGES:
@@ -177,21 +181,36 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    # Facts come only from turns that ran: the middle without the calls that
-    # never got a result (those in head and tail stay in place as they were).
-    ran, _ = sanitize_tool_pairs(middle)
-    facts = preserved_facts_section(ran, text, counter=counter, cap_tokens=max(room - 2, 0))
+    # Calls that never got a result are no facts: they never ran, and the
+    # kept turns are read without them.
+    ran = ran_only(messages)
+    kept = ran[: plan.head_end] + ran[plan.tail_start :]
+    facts = preserved_facts_section(
+        ran_only(middle),
+        "\n".join([text, *visible_texts(kept)]),
+        counter=counter,
+        cap_tokens=max(room - 2, 0),
+    )
     if facts:
         text = f"{text}\n\n{facts}"
     # The exact turns this summary replaces, for `ctxpack show` / restore; an
     # earlier record's own turns stay listed before them.
     source_turns = _jsonl([*prepared.archived, *middle])
     refs = [*prepared.earlier_refs, ref_for(source_turns)]
-    text = f"{text}\n\n{markers.source_turns(refs)}"
+    cited = [markers.cite(ref, recall=settings.recall) for ref in refs]
+    text = f"{text}\n\n{markers.source_turns(cited)}"
     first = not any(markers.has_system_note(msg) for msg in head)
+    # Calls the input itself has no result for yet stay where they were.
     _, unanswered = toolpairs.orphans(messages)
     pending = frozenset(use.call_id for use in unanswered if use.call_id)
-    assembly = assemble(head=head, summary=text, tail=tail, first_compaction=first, pending=pending)
+    assembly = assemble(
+        head=head,
+        summary=text,
+        tail=tail,
+        first_compaction=first,
+        pending=pending,
+        recall=settings.recall,
+    )
     out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
         # Compaction must never cost tokens: a middle this small stays verbatim.
@@ -202,6 +221,7 @@ def summarize_messages(
     report.status = Status.COMPACTED
     report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
+    report.summarized = (plan.head_end, plan.tail_start)
     report.summary_tokens = counter.text(text)
     report.summary_source = result.source
     report.summary_model = result.model
@@ -257,6 +277,8 @@ def prepare_request(
         previous_summary=previous,
         focus=settings.focus,
         last_timestamp=last_timestamp,
+        head=head,
+        tail=tail,
     )
     return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)
 

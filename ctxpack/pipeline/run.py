@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from ctxpack import files, formats
+from ctxpack.archive.types import Origin
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.archiving import Kept, record_run
@@ -49,7 +50,7 @@ class Staged(Generic[R]):
     # What the archive keeps of the settings (never a key) and of the report.
     archive_settings: dict[str, Any] = field(default_factory=dict)
     archive_report: Callable[[], dict[str, Any]] = dict
-    blobs: list[Blob] = field(default_factory=list)
+    blobs: list[tuple[Blob, Origin]] = field(default_factory=list)
 
 
 class Stage(Protocol[R]):

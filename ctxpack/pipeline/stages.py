@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxpack.align.plan import plans_from_json
+from ctxpack.archive.types import SUMMARIZED_TURNS, Origin
 from ctxpack.errors import RetentionError
 from ctxpack.evaluate.gate import gate
 from ctxpack.evaluate.retention import EvalReport, evaluate, retention_summary
@@ -13,7 +14,7 @@ from ctxpack.pipeline.archiving import settings_record
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
 from ctxpack.pipeline.run import Staged
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
-from ctxpack.report import CompressReport
+from ctxpack.report import CompressReport, SessionReport
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
@@ -97,7 +98,18 @@ def _compacted(
         warnings=report.sessions[0].warnings if report.sessions else [],
         archive_settings=settings_record(settings),
         archive_report=report.to_dict,
-        blobs=[blob for s in report.sessions for blob in s.blobs],
+        blobs=[
+            (blob, _summarized(number, result.sessions[number].label, s))
+            for number, s in enumerate(report.sessions)
+            for blob in s.blobs
+        ],
+    )
+
+
+def _summarized(number: int, label: str, report: SessionReport) -> Origin:
+    start, end = report.summarized or (None, None)
+    return Origin(
+        kind=SUMMARIZED_TURNS, session=number, session_label=label, message=start, end=end
     )
 
 

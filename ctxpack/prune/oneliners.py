@@ -10,6 +10,7 @@ with the same prefix, so a later run knows not to prune it again.
 from __future__ import annotations
 
 from ctxpack import tooloutput as outputs
+from ctxpack.markers import recall_call
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 PRUNED_PREFIX = "[ctxpack pruned]"
@@ -44,6 +45,14 @@ def one_liner(
     if quote:
         text += f'; {quote_kind}: "{quote}"'
     return text
+
+
+def cite_full(ref: str, *, recall: bool, label: str = "full") -> str:
+    """How a stand-in points at the text it replaced: `full: REF` (or the bare
+    ref, with no label), or with recall, the call that reads it back."""
+    if recall:
+        return f"full text: {recall_call(ref)}"
+    return f"{label}: {ref}" if label else ref
 
 
 def duplicate_note(*, later: int, label: str, chars: int) -> str:

@@ -20,7 +20,7 @@ from ctxpack import toolpairs
 from ctxpack.align.budget import Budget
 from ctxpack.align.protect import prune_bounds
 from ctxpack.prune.argshrink import shrink_arguments
-from ctxpack.prune.oneliners import duplicate_note, is_pruned, one_liner
+from ctxpack.prune.oneliners import cite_full, duplicate_note, is_pruned, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
 from ctxpack.tokens.counter import TokenCounter
@@ -47,6 +47,8 @@ class PruneSettings:
     duplicate_chars: int = DUPLICATE_CHARS
     argument_chars: int = ARGUMENT_CHARS
     keep_chars: int = KEEP_CHARS
+    # Placeholders say how to read the output back with the MCP recall tool.
+    recall: bool = False
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,8 @@ def _plan_output(
         if stale is not None:
             reason += f"; {stale.reason}"
         note = duplicate_note(later=later_copy, label=info.label, chars=len(body))
-        return {**msg, "content": f"{note}; {ref_for_text(body)}"}, DEDUPE, tool, reason
+        cited = cite_full(ref_for_text(body), recall=settings.recall, label="")
+        return {**msg, "content": f"{note}; {cited}"}, DEDUPE, tool, reason
     if stale is None and len(body) <= settings.output_chars:
         return None
     line = one_liner(
@@ -301,8 +304,9 @@ def _plan_output(
         info=info,
     )
     reason = stale.reason if stale is not None else f"old output, {len(body):,} chars"
-    # The ref lets `ctxpack show` print the full output from the archive.
-    return {**msg, "content": f"{line}; full: {ref_for_text(body)}"}, SUMMARIZE, tool, reason
+    # The ref lets `ctxpack show` (and with recall, the model) read the full output.
+    cited = cite_full(ref_for_text(body), recall=settings.recall)
+    return {**msg, "content": f"{line}; {cited}"}, SUMMARIZE, tool, reason
 
 
 def _plan_arguments(msg: Message, settings: PruneSettings) -> tuple[Message, str, str, str] | None:

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.markers import SUMMARY_END, SUMMARY_PREFIX, SYSTEM_NOTE, has_system_note
+from ctxpack.markers import (
+    SUMMARY_END,
+    SUMMARY_PREFIX,
+    SYSTEM_NOTE,
+    has_system_note,
+    summary_prefix,
+)
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.transcript import Message
 
@@ -26,12 +32,12 @@ class Assembly:
     sanitizer_notes: list[str] = field(default_factory=list)
 
 
-def summary_block(summary: str) -> str:
+def summary_block(summary: str, *, recall: bool = False) -> str:
     """The summary as it appears in the transcript: prefix, body, end marker."""
     body = summary.strip()
     if not body:
         raise ValueError("refusing to assemble an empty summary")
-    return f"{SUMMARY_PREFIX}\n\n{body}\n\n{SUMMARY_END}"
+    return f"{summary_prefix(recall=recall)}\n\n{body}\n\n{SUMMARY_END}"
 
 
 def assemble(
@@ -41,10 +47,11 @@ def assemble(
     tail: list[Message],
     first_compaction: bool,
     pending: frozenset[str] = frozenset(),
+    recall: bool = False,
 ) -> Assembly:
     """Head, record, tail; `pending`: ids of calls the input had no result for
     yet, which stay as they were (see sanitize)."""
-    block = summary_block(summary)
+    block = summary_block(summary, recall=recall)
     head = _note_system(head) if first_compaction else head
     role = summary_role(head, tail)
     merged = role is None

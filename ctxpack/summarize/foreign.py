@@ -16,6 +16,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import PREAMBLE, Sections, canonical_heading, empty_sections
 from ctxpack.summarize.template import parse as parse_template
@@ -29,7 +30,7 @@ _TARGETS = {
     "files and code sections": "Relevant Files",
     "errors and fixes": "Resolved Questions",
     "problem solving": "Key Decisions",
-    "all user messages": "Historical Task Snapshot",
+    "all user messages": LEDGER_HEADING,
     "pending tasks": "Historical Remaining Work",
     "current work": "Active State",
     "optional next step": "Historical Remaining Work",
@@ -107,12 +108,16 @@ def to_template(body: str) -> Merged | None:
         "in its full text, archived with the source turns below."
     )
     sections["Critical Context"].insert(0, note)
-    return Merged(render_template(sections), source, count, left_out)
+    # The user's own words go to the user ledger, which an update carries on.
+    said = [f'- "{_unquoted(item)}"' for item in sections.pop(LEDGER_HEADING, [])]
+    ledger = "\n".join([f"## {LEDGER_HEADING}", LEDGER_INTRO, *said]) if said else ""
+    text = with_ledger(render_template(sections), ledger)
+    return Merged(text, source, count, left_out)
 
 
 def _sections(lines: list[str]) -> tuple[Sections, int]:
     """Template sections from the lines under each foreign heading."""
-    out = empty_sections()
+    out = {**empty_sections(), LEDGER_HEADING: []}
     blocks: list[tuple[str, list[str]]] = [(PREAMBLE, [])]
     for line in lines:
         title, rest = _heading(line)
@@ -157,6 +162,11 @@ def _items(body: list[str]) -> list[str]:
         return []
     parsed = parse_template(text).get(PREAMBLE, [])
     return [item if item.lstrip().startswith(("-", "*", "+")) else f"- {item}" for item in parsed]
+
+
+def _unquoted(item: str) -> str:
+    body = " ".join(item.split()[1:])
+    return body[1:-1] if len(body) > 1 and body[0] == body[-1] == '"' else body
 
 
 def _prefixed(item: str, prefix: str) -> str:

@@ -38,6 +38,10 @@ class SummaryRequest:
     focus: str | None = None
     # ISO timestamp of the transcript's last message, when the format records one.
     last_timestamp: str | None = None
+    # The turns kept verbatim around the middle: context, never summarized. A
+    # failure in the middle that the tail fixed is not "blocked".
+    head: list[Message] = field(default_factory=list)
+    tail: list[Message] = field(default_factory=list)
 
 
 @dataclass

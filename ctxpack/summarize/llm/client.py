@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ctxpack.redact import redact
+from ctxpack.summarize.ledger import with_user_ledger
 from ctxpack.summarize.llm import cache as llm_cache
 from ctxpack.summarize.llm.errors import ContextOverflow, SummaryFailed, classify
 from ctxpack.summarize.llm.prompts import SYSTEM_PROMPT, build_messages, effective_request
@@ -55,6 +56,12 @@ class LLMSummarizer:
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
         request = effective_request(request)
+        result = self._summarize(request, counter)
+        # The user's own words never depend on what the model kept of them.
+        result.text = with_user_ledger(result.text, request=request, counter=counter)
+        return result
+
+    def _summarize(self, request: SummaryRequest, counter: TokenCounter) -> SummaryResult:
         blocks = self._blocks(request)
         serialized = join_blocks(blocks)
         body = self._body(request, serialized)

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.llm.errors import ContextOverflow, SummaryFailed, describe_body, is_overflow
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.serialize import strip_think
@@ -29,6 +30,7 @@ def _key(name: str) -> str:
 
 
 _CANONICAL = {_key(h): h for h in HEADINGS}
+_LEDGER_KEY = _key(LEDGER_HEADING)
 
 
 def parse_reply(raw: str) -> str:
@@ -78,7 +80,8 @@ def normalize_summary(text: str) -> str:
     """Sections under canonical `## Heading` lines in template order.
 
     Text before the first heading (a model's "Here is the summary:") is dropped;
-    a repeated heading adds to its section. A missing heading fails the reply.
+    a repeated heading adds to its section, a copy of the user ledger is
+    dropped. A missing heading fails the reply.
     """
     fenced = _FENCE.match(text.strip())
     if fenced:
@@ -88,9 +91,13 @@ def normalize_summary(text: str) -> str:
     for line in text.splitlines():
         match = _HEADING_LINE.match(line)
         if match:
-            heading = _CANONICAL.get(_key(match.group("hashed") or match.group("bold") or ""))
+            key = _key(match.group("hashed") or match.group("bold") or "")
+            heading = _CANONICAL.get(key)
             if heading is not None:
                 current = sections.setdefault(heading, [])
+                continue
+            if key == _LEDGER_KEY:
+                current = None  # ctxpack writes the ledger itself, from the turns
                 continue
         if current is not None:
             current.append(line)

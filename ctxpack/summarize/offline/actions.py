@@ -10,7 +10,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
-from ctxpack.facts.text import paths_in_arguments
+from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
 from ctxpack.redact import mask
 from ctxpack.tooloutput import (
     error_lines,
@@ -124,10 +124,11 @@ def _target(
 ) -> tuple[str, str]:
     """(display target, identity key)."""
     if kind == "run" and command:
-        lines = command.strip().splitlines()
-        if len(lines) > 1 and len(collapse(command)) > MAX_TARGET:
-            first = code_span(clip(lines[0], MAX_TARGET))
-            return f"{first} (a {len(lines)}-line script)", collapse(command)
+        # A script is named as the facts know it (its first line), never pasted.
+        lines = script_lines(command)
+        if lines:
+            first = code_span(clip(command_fact(command), MAX_TARGET))
+            return f"{first} (a {lines}-line script)", collapse(command)
         return code_span(clip(command, MAX_TARGET)), collapse(command)
     if kind in ("read", "edit", "create"):
         path = _arg_path(args, raw)

@@ -11,13 +11,12 @@ from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, Facts, remembered_facts, start_memo
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
-from ctxpack.markers import is_summary
+from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
 from ctxpack.transcript import Message
 
-_WRAPPER_ASK = re.compile(r"^<([\w-]+)>[\s\S]*</\1>$")
 _DECISION_RE = re.compile(
     r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
     r"|I chose|switching to|opted for|I['’]ll go with)\b",
@@ -76,10 +75,15 @@ class Scan:
     file_touch: dict[str, int] = field(default_factory=dict)
     facts: Facts = field(default_factory=Facts)
     replied: bool = False
+    # Keys and heads of the actions that succeeded in the kept tail.
+    later_ok: set[str] = field(default_factory=set)
 
 
-def scan(middle: list[Message]) -> Scan:
+def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
+    """The structure of `middle`; `tail` (the turns kept verbatim after it)
+    only tells which failures were fixed later."""
     result = Scan()
+    result.later_ok = succeeded(tail or [])
     start_memo()
     facts = FactCollector()
     texts = [m.text(msg) for msg in middle]
@@ -119,10 +123,20 @@ def scan(middle: list[Message]) -> Scan:
                 if action.pending and session:
                     sessions[session] = (use, action)
         elif role == "user" and not m.is_tool_result(msg):
-            _read_user(result, replies, index, msg, body)
+            _read_user(result, replies, index, msg)
     result.facts = facts.facts()
     result.last_note = _last_note(said.bodies)
     return result
+
+
+def succeeded(messages: list[Message]) -> set[str]:
+    """The keys and heads of the calls in `messages` whose results succeeded."""
+    out: set[str] = set()
+    for use, found in _result_indexes(messages).items():
+        action = make_action(use, [messages[i] for i in found], seen=())
+        if not action.failed and not action.pending:
+            out.update((action.key, action.head))
+    return out
 
 
 class _Replies:
@@ -194,14 +208,9 @@ def _result_indexes(middle: list[Message]) -> dict[ToolUse, list[int]]:
     return out
 
 
-def _read_user(result: Scan, replies: _Replies, index: int, msg: Message, text: str) -> None:
-    body = text.strip()
-    if (
-        not body
-        or body.startswith("[Request ")
-        or (body.startswith("<") and _WRAPPER_ASK.match(body))
-        or is_summary(msg)
-    ):
+def _read_user(result: Scan, replies: _Replies, index: int, msg: Message) -> None:
+    body = user_words(msg)
+    if body is None:
         return
     result.asks.append(Ask(index, body, MAX_ASK, replies))
     if "?" not in body:

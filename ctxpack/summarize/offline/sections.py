@@ -4,20 +4,20 @@ read as history, not as orders."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.offline.actions import Action, clip
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.scan import Scan
+from ctxpack.summarize.offline.scan import MAX_QUOTE, Scan
+from ctxpack.summarize.statements import classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
 
 MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
 MENTIONED = "mentioned"
 VALUES_PER_LINE = 8
 RECENT_COMMANDS = 3
-OTHER_ASKS = 5
 LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
 PROGRESS_MARK = " tool actions were recorded"
 
@@ -30,8 +30,19 @@ def when(date: str | None) -> str:
     return f"As of {date}" if date else "At compaction time"
 
 
-def build(scan: Scan, *, date: str | None, focus: str | None, start: int) -> dict[str, list[Item]]:
+def build(
+    scan: Scan,
+    *,
+    date: str | None,
+    focus: str | None,
+    start: int,
+    said: Sequence[str] = (),
+    replaced: Collection[str] = (),
+) -> dict[str, list[Item]]:
+    """`said`: the user's messages of these turns; `replaced`: values a later
+    message changed (a statement naming one stays in the ledger only)."""
     sections = _sections(scan, date, focus, start)
+    _add_statements(sections, said, replaced)
     for heading, items in sections.items():
         if heading != COMPLETED_ACTIONS:
             sections[heading] = unique(items)
@@ -65,7 +76,7 @@ def _sections(scan: Scan, date: str | None, focus: str | None, start: int) -> di
         ],
         "Active State": _active(scan, done),
         "Historical In-Progress State": _in_progress(scan),
-        "Blocked": _blocked(done),
+        "Blocked": _blocked(done, scan.later_ok),
         "Key Decisions": [
             Item(f"- The assistant stated: {quote(d)}") for d in reversed(scan.decisions)
         ],
@@ -100,13 +111,41 @@ def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action
 
 
 def _goal(scan: Scan) -> list[Item]:
+    # Later asks are in the user ledger, word for word.
     if not scan.asks:
         return []
-    items = [Item(f"- The user first asked: {quote(scan.asks[0].text)}", order=0)]
-    later = scan.asks[1:-1][-OTHER_ASKS:]
-    for ask in reversed(later):
-        items.append(Item(f"- Later the user wrote: {quote(ask.text)}", order=ask.index))
-    return items
+    return [Item(f"- The user first asked: {quote(scan.asks[0].text)}", order=0)]
+
+
+_STATED = {
+    "constraint": ("Constraints & Preferences", "The user said"),
+    "goal": ("Goal", "The user stated"),
+    "fact": ("Critical Context", "The user noted"),
+}
+
+
+def _add_statements(
+    sections: dict[str, list[Item]], said: Sequence[str], replaced: Collection[str]
+) -> None:
+    """Each user sentence that states a constraint, a goal or a fact goes first
+    in its section (the latest first; shown in the order it was said)."""
+    found: dict[str, list[Item]] = {heading: [] for heading, _ in _STATED.values()}
+    position = 0
+    olds = [old.lower() for old in replaced]
+    for text in said:
+        for kind, sentence in classified(text):
+            position += 1
+            if any(old in sentence.lower() for old in olds):
+                continue
+            heading, lead = _STATED[kind]
+            line = f"- {lead}: {quote(mask(clip(sentence, MAX_QUOTE)))}"
+            found[heading].append(Item(line, order=position))
+    for heading, items in found.items():
+        if heading == "Goal":
+            # The first ask stays first; the newest state comes next.
+            sections[heading] = [*sections[heading][:1], *reversed(items), *sections[heading][1:]]
+        else:
+            sections[heading] = [*items, *sections[heading]]
 
 
 def _active(scan: Scan, done: list[Action]) -> list[Item]:
@@ -141,12 +180,13 @@ def _in_progress(scan: Scan) -> list[Item]:
     return items
 
 
-def unresolved_failures(done: list[Action]) -> list[Action]:
-    """Failed actions with no later success on the same target or command."""
+def unresolved_failures(done: list[Action], later_ok: Collection[str] = ()) -> list[Action]:
+    """Failed actions with no later success on the same target or command,
+    in these turns or (`later_ok`: keys and heads) in the turns kept after them."""
     out: list[Action] = []
     # What the later actions did, gathered walking back from the end.
-    ok_keys: set[str] = set()
-    ok_heads: set[str] = set()
+    ok_keys: set[str] = set(later_ok)
+    ok_heads: set[str] = set(later_ok)
     failed_heads: set[str] = set()
     for action in reversed(done):
         if not action.failed:
@@ -161,10 +201,10 @@ def unresolved_failures(done: list[Action]) -> list[Action]:
     return out
 
 
-def _blocked(done: list[Action]) -> list[Item]:
+def _blocked(done: list[Action], later_ok: set[str]) -> list[Item]:
     return [
         Item(f"- {a.what()} — {a.outcome}; not resolved later [tool: {a.tool}]")
-        for a in reversed(unresolved_failures(done))
+        for a in reversed(unresolved_failures(done, later_ok))
     ]
 
 

@@ -9,13 +9,15 @@ before they are written; it catches the obvious shapes only.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from ctxpack.summarize.ledger import Ledger, user_messages, with_ledger
 from ctxpack.summarize.offline.fit import fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
 from ctxpack.summarize.offline.update import merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
-from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse
+from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse, render
 from ctxpack.tokens.counter import TokenCounter
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
@@ -33,16 +35,30 @@ class OfflineSummarizer:
     name = "offline"
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle)
+        found = scan(request.middle, tail=request.tail)
         date = day_of(request.last_timestamp)
+        ledger = Ledger.of(middle=request.middle, previous_summary=request.previous_summary)
+        said = user_messages(request.middle)
+        replaced = ledger.superseded()
         if request.previous_summary is None:
-            candidates = build(found, date=date, focus=request.focus, start=1)
+            candidates = build(
+                found, date=date, focus=request.focus, start=1, said=said, replaced=replaced
+            )
         else:
             previous = parse(request.previous_summary)
             start = max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
-            fresh = build(found, date=date, focus=request.focus, start=start)
+            fresh = build(
+                found, date=date, focus=request.focus, start=start, said=said, replaced=replaced
+            )
             candidates = merge_previous(previous, fresh, found)
-        text, warnings = fit(
-            candidates, budget=request.budget_tokens, counter=counter, focus=request.focus
-        )
+        marked = {
+            heading: [replace(item, text=ledger.mark(item.text)) for item in items]
+            for heading, items in candidates.items()
+        }
+        # The bare template comes first: the ledger takes only room beyond it.
+        spare = request.budget_tokens - counter.text(render({})) - 2
+        section = ledger.render(budget=request.budget_tokens, counter=counter, limit=spare)
+        room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
+        text, warnings = fit(marked, budget=room, counter=counter, focus=request.focus)
+        text = with_ledger(text, section)
         return SummaryResult(text=text, source="offline", model=None, warnings=warnings)

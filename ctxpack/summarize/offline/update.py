@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from ctxpack.facts.match import collapse
+from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, head_of
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
@@ -114,8 +115,12 @@ def merge_previous(
     )
     # Facts an earlier pass preserved, and whatever a foreign summary held
     # outside our headings, stay as context (last in line for the budget).
+    # The ledger is carried by its own rules (Ledger), not as context.
     foreign = [
-        text for heading, items in previous.items() if heading not in HEADINGS for text in items
+        text
+        for heading, items in previous.items()
+        if heading not in HEADINGS and heading != LEDGER_HEADING
+        for text in items
     ]
     merged["Critical Context"] = unique(
         new["Critical Context"], _old(old["Critical Context"]), _old(foreign)

@@ -1,0 +1,332 @@
+"""Resume each fixture, original and compacted, in the real client and check
+the request it sends: `python -m resume.check` (or `make resume-check`).
+
+For every client and fixture: the original, ctxpack's compaction of it, and
+the compaction of that compaction go into a fresh HOME where the client looks
+for sessions; the client resumes with a new prompt against the stub, and the
+request it sends is checked. Exit 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from resume.clients import CLIENTS, ROOT, RUNS, Client
+from resume.requests import Item, file_strings
+from resume.stubs import serve
+
+PROMPT = "ctxpack resume check: what is the next step?"
+RECORD = "[ctxpack: compacted history"
+TIMEOUT = 150.0
+CONTEXT_LENGTHS = (2000, 4000, 8000, 16000)
+WARNING = re.compile(r"warn|error|skipping|invalid|fail|could not|unable", re.IGNORECASE)
+# resume/fixtures holds sessions the real clients wrote against the stub; they
+# join fixtures/ (and the golden tests) once ctxpack reads every one of them.
+FIXTURES = {
+    name: sorted(
+        [
+            *(ROOT / "fixtures" / name).glob("*.jsonl"),
+            *(ROOT / "resume" / "fixtures" / name).glob("*.jsonl"),
+        ]
+    )
+    for name in ("claude-code", "codex", "pi")
+}
+SKIP_FIXTURES = {
+    "openagents__regex-log__subagents__agent-a028728.jsonl": (
+        "a subagent sidechain, not a session a client resumes"
+    ),
+    "openagents__regex-log__opus-raw.jsonl": "3 turns: too short for ctxpack to compact",
+}
+
+
+@dataclass
+class Row:
+    client: str
+    fixture: str
+    variant: str
+    skip: str = ""
+    accepted: bool = False
+    records: int = 0
+    order: str = ""  # empty when in order, else what is out of place
+    pairs: str = ""
+    prompt_last: bool = False
+    warnings: list[str] = field(default_factory=list)
+    detail: str = ""
+    note: str = ""  # a ctxpack problem found while making this variant
+
+    @property
+    def ok(self) -> bool:
+        if self.skip:
+            return True
+        if self.note:
+            return False
+        want = 0 if self.variant == "original" else 1
+        return (
+            self.accepted
+            and self.records == want
+            and not self.order
+            and not self.pairs
+            and self.prompt_last
+            and not self.warnings
+        )
+
+
+def ctxpack_bin() -> str:
+    return str(Path(sys.executable).with_name("ctxpack"))
+
+
+def _compress_at(src: Path, dest: Path, extra: list[str]) -> str:
+    last = ""
+    for n in CONTEXT_LENGTHS:
+        argv = [
+            ctxpack_bin(),
+            "compress",
+            "--offline",
+            "--force",
+            "--context-length",
+            str(n),
+            *extra,
+            str(src),
+            "-o",
+            str(dest),
+        ]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+        if RECORD in dest.read_text(encoding="utf-8"):
+            return ""
+        last = "no record written at any --context-length"
+    return last
+
+
+def compress(src: Path, dest: Path, fmt: str | None) -> tuple[str, str]:
+    """Compact `src` into `dest` with the smallest context that compacts it.
+
+    Returns (why it could not, a note): when ctxpack does not recognise the
+    format it is retried with --from `fmt`, so the client still gets to judge
+    the output, and the note makes the row fail."""
+    why = _compress_at(src, dest, [])
+    if why and fmt and "no message list" in why:
+        retried = _compress_at(src, dest, ["--from", fmt])
+        return retried, f"ctxpack did not detect the format ({why}); compacted with --from {fmt}"
+    return why, ""
+
+
+def pairs_problem(items: list[Item]) -> str:
+    calls: dict[str, int] = {}
+    results: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.kind == "call":
+            calls.setdefault(item.call_id, i)
+        elif item.kind == "result":
+            if item.call_id not in calls:
+                return f"result {item.call_id} without an earlier call"
+            if item.call_id in results:
+                return f"two results for {item.call_id}"
+            results[item.call_id] = i
+    missing = [cid for cid in calls if cid not in results]
+    return f"{len(missing)} call(s) without a result, first {missing[0]}" if missing else ""
+
+
+def order_problem(items: list[Item], *, head: str, from_file: str) -> str:
+    """The first user task before the record, the record before the last kept turns."""
+    rec = [i for i, item in enumerate(items) if RECORD in item.text]
+    if not rec:
+        return ""
+    at = rec[0]
+    first = next(
+        (i for i, item in enumerate(items) if head and head in item.text and i != at), None
+    )
+    if first is None:
+        inside = head and head in items[at].text
+        return "first user task only inside the record" if inside else "first user task missing"
+    if first > at:
+        return f"record (item {at}) before the first user task (item {first})"
+    kept = [i for i, item in enumerate(items) if item.text and item.text[:200] in from_file]
+    if not any(i > at for i in kept):
+        return "no kept turn after the record"
+    return ""
+
+
+def prompt_last(items: list[Item]) -> bool:
+    turns = [item for item in items if item.role in ("user", "assistant", "tool")]
+    return bool(turns) and turns[-1].kind == "text" and turns[-1].text.strip() == PROMPT
+
+
+def head_text(items: list[Item], from_file: str) -> str:
+    """The first user text the session file itself holds (not one the client adds)."""
+    for item in items:
+        text = item.text.strip()
+        # Tagged blocks (<environment_context>, <system-reminder>) are the
+        # client's own context, not the user's task.
+        tagged = text.startswith("<") and text.endswith(">")
+        if (
+            item.role == "user"
+            and item.kind == "text"
+            and text
+            and not tagged
+            and (RECORD not in text)
+        ):
+            probe = text[:200]
+            if probe in from_file:
+                return probe
+    return ""
+
+
+def resume_once(client: Client, session: Path, home: Path) -> tuple[Row, list[Item]]:
+    row = Row(client.name, session.name, "")
+    cwd = home / "work"
+    cwd.mkdir(parents=True)
+    sid = client.place(session=session, home=home, cwd=cwd)
+    with serve(lifetime=TIMEOUT + 10) as stub:
+        run = client.command(
+            home=home, base_url=stub.base_url, prompt=PROMPT, sid=sid, model=client.model(session)
+        )
+        rc, stderr = run(cwd=cwd, timeout=TIMEOUT)
+        bodies = [r.body for r in stub.requests if r.method == "POST" and isinstance(r.body, dict)]
+    path = "messages" if client.api == "anthropic" else "input"
+    candidates = [client.parse(b) for b in bodies if path in b]
+    candidates = [c for c in candidates if any(PROMPT in i.text for i in c)]
+    items = max(candidates, key=len) if candidates else []
+    row.accepted = rc == 0 and bool(items)
+    if not row.accepted:
+        row.detail = f"exit {rc}, {len(bodies)} request(s); " + stderr.strip()[-300:]
+    row.warnings = [
+        line.strip()
+        for line in stderr.splitlines()
+        if WARNING.search(line) and not any(n in line for n in client.noise)
+    ]
+    return row, items
+
+
+def check_fixture(client: Client, fixture: Path, work: Path) -> list[Row]:
+    variants: list[tuple[str, Path | None, str]] = [("original", fixture, "")]
+    once, twice = work / f"{fixture.stem}.once.jsonl", work / f"{fixture.stem}.twice.jsonl"
+    fmt = None if client.name == "pi" else client.name
+    why, note = compress(fixture, once, fmt)
+    notes = {"original": "", "compacted": note, "compacted twice": note}
+    if why:
+        variants += [("compacted", None, why), ("compacted twice", None, why)]
+    else:
+        why2, note2 = compress(once, twice, fmt)
+        notes["compacted twice"] = "; ".join(n for n in (note, note2) if n)
+        variants += [
+            ("compacted", once, ""),
+            ("compacted twice", twice if not why2 else None, why2),
+        ]
+    rows: list[Row] = []
+    head = ""
+    for variant, session, why in variants:
+        if session is None:
+            if client.name == "pi":
+                rows.append(
+                    Row(
+                        client.name,
+                        fixture.name,
+                        variant,
+                        skip=f"ctxpack cannot read pi yet ({why})",
+                    )
+                )
+            else:
+                rows.append(Row(client.name, fixture.name, variant, detail=f"ctxpack: {why}"))
+            continue
+        home = Path(tempfile.mkdtemp(prefix=f"{client.name}-", dir=RUNS))
+        row, items = resume_once(client, session, home)
+        row.variant, row.fixture, row.note = variant, fixture.name, notes[variant]
+        from_file = file_strings(str(session))
+        if variant == "original":
+            head = head_text(items, from_file)
+        row.records = sum(RECORD in item.text for item in items)
+        row.order = order_problem(items, head=head, from_file=from_file)
+        row.pairs = pairs_problem(items)
+        row.prompt_last = prompt_last(items)
+        rows.append(row)
+        if row.ok:
+            shutil.rmtree(home, ignore_errors=True)
+        else:
+            row.detail = (row.detail + f" (HOME kept: {home})").strip()
+    return rows
+
+
+def _mark(good: bool) -> str:
+    return "ok" if good else "FAIL"
+
+
+def table(rows: list[Row]) -> str:
+    head = (
+        "client",
+        "fixture",
+        "variant",
+        "accepted",
+        "record once",
+        "order ok",
+        "pairs ok",
+        "prompt last",
+        "warnings",
+    )
+    lines = [head]
+    for r in rows:
+        if r.skip:
+            lines.append((r.client, r.fixture, r.variant, "skip", "-", "-", "-", "-", r.skip))
+            continue
+        want = 0 if r.variant == "original" else 1
+        lines.append(
+            (
+                r.client,
+                r.fixture[:48],
+                r.variant,
+                _mark(r.accepted),
+                f"{_mark(r.records == want)} ({r.records})",
+                _mark(not r.order),
+                _mark(not r.pairs),
+                _mark(r.prompt_last),
+                str(len(r.warnings)) + (" (ctxpack: see above)" if r.note else ""),
+            )
+        )
+    widths = [
+        max(len(line[i]) for line in lines[:1] + [ln for ln in lines if ln[3] != "skip"])
+        for i in range(len(head))
+    ]
+    out = []
+    for line in lines:
+        cells = [c.ljust(w) for c, w in zip(line[:-1], widths[:-1], strict=True)] + [line[-1]]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    wanted = argv or list(CLIENTS)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="compacted-", dir=RUNS) as tmp:
+        for name in wanted:
+            client = CLIENTS[name]
+            for fixture in FIXTURES[name]:
+                if fixture.name in SKIP_FIXTURES:
+                    rows.append(Row(name, fixture.name, "all", skip=SKIP_FIXTURES[fixture.name]))
+                    continue
+                print(f"resuming {name} {fixture.name} ...", file=sys.stderr, flush=True)
+                rows += check_fixture(client, fixture, Path(tmp))
+    for r in rows:
+        for problem in (r.note, r.order, r.pairs, r.detail):
+            if problem and not r.skip:
+                print(f"{r.client} {r.fixture} [{r.variant}]: {problem}")
+        for line in r.warnings:
+            print(f"{r.client} {r.fixture} [{r.variant}] stderr: {line}")
+    print(table(rows))
+    failed = [r for r in rows if not r.ok]
+    print(
+        f"{len(rows) - len(failed)} of {len(rows)} rows ok"
+        f" ({sum(bool(r.skip) for r in rows)} skipped)"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
