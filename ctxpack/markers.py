@@ -3,7 +3,10 @@ a summary (ours or another agent's) when reading one back."""
 
 from __future__ import annotations
 
+import re
+
 from ctxpack import messages as m
+from ctxpack.refs import REF_HEX, REF_PREFIX
 from ctxpack.transcript import Message
 
 SUMMARY_PREFIX = (
@@ -20,6 +23,13 @@ RECALL_NOTE = (
     f"read back with the {RECALL_TOOL} tool: {RECALL_TOOL}('ctxpack:…')."
 )
 SUMMARY_END = "[end of ctxpack compacted history]"
+# The record's last line: the archived exact turns it replaces, oldest first
+# (an update adds its own to the earlier ones, so one line covers them all).
+SOURCE_TURNS = "Source turns:"
+# Said only while the latest user message sits inside the record.
+ACTIVE_REQUEST = (
+    "The user's latest request was compacted into this record and is still the active request:"
+)
 SYSTEM_NOTE = (
     "Note: earlier turns of this conversation were compacted by ctxpack; a "
     "reference record of them stands in their place."
@@ -82,3 +92,42 @@ def summary_body(msg: Message) -> str:
 
 def has_system_note(msg: Message) -> bool:
     return SYSTEM_NOTE in m.text(msg)
+
+
+_REF_RE = re.compile(re.escape(REF_PREFIX) + f"[0-9a-f]{{{REF_HEX}}}")
+
+
+def active_request(ask: str) -> str:
+    """The note that the latest user message was compacted, quoting it."""
+    return f"{ACTIVE_REQUEST}\n> {ask.replace(chr(10), chr(10) + '> ')}"
+
+
+def source_turns(refs: list[str]) -> str:
+    return f"{SOURCE_TURNS} {' '.join(refs)}"
+
+
+def source_refs(body: str) -> list[str]:
+    """The refs on a record's source-turns lines, in order, each once."""
+    refs: list[str] = []
+    for line in body.splitlines():
+        if line.startswith(SOURCE_TURNS):
+            refs += [ref for ref in _REF_RE.findall(line) if ref not in refs]
+    return refs
+
+
+def without_bookkeeping(body: str) -> str:
+    """A record's body without the lines ctxpack writes around the summary (the
+    source-turns line, the active-request note and its quote): an update
+    writes them afresh, and an old one would contradict the new state."""
+    out: list[str] = []
+    quoting = False
+    for line in body.splitlines():
+        if line.startswith(ACTIVE_REQUEST):
+            quoting = True
+            continue
+        if quoting and line.startswith(">"):
+            continue
+        quoting = False
+        if not line.startswith(SOURCE_TURNS):
+            out.append(line)
+    return "\n".join(out).strip()

@@ -204,17 +204,18 @@ CASES = {
     "existing-summary-ours": Case(
         [system(), our_summary(), *chat(4)[1:]], 1, 3, ["all-fits", "min-middle"]
     ),
-    "existing-summary-hermes-pulled-out-of-tail": Case(
+    # The turns before a summary were the earlier compaction's head: they stay.
+    "existing-summary-hermes-head-kept": Case(
         [*chat(1), user("[CONTEXT SUMMARY]: we fixed the parser"), *chat(3)[2:]],
-        1,
-        4,
-        ["all-fits", "min-middle", "previous-summary"],
+        3,
+        5,
+        ["all-fits", "min-middle"],
     ),
-    "latest-user-precedes-summary": Case(
+    "latest-user-in-head-before-summary": Case(
         [*chat(1), user("[CONTEXT COMPACTION] earlier work"), *_agent_loop(1, 3)],
-        1,
+        3,
         8,
-        ["floor", "turn-to-middle"],
+        ["floor"],
         {"tail_tokens": 0, "protect_last": 3},
     ),
     "no-system-message": Case(chat(5)[1:], 3, 6, ["floor"], {"tail_tokens": 0, "protect_last": 4}),
@@ -266,7 +267,7 @@ def test_existing_summary_is_the_previous_summary() -> None:
     assert plan.previous_summary_index == 1
     assert plan.previous_summary(messages) is messages[1]
     assert plan.middle_turns(messages) == [messages[2]]
-    hermes = CASES["existing-summary-hermes-pulled-out-of-tail"].messages
+    hermes = CASES["existing-summary-hermes-head-kept"].messages
     assert plan_boundaries(hermes, counter=EST, budget=Budget()).previous_summary_index == 3
 
 
@@ -416,7 +417,9 @@ def _assert_invariants(messages: list[Message], plan: AlignPlan) -> None:
     prev = plan.previous_summary_index
     if prev is not None:
         assert plan.head_end <= prev < plan.tail_start
-        assert all(m.role(msg) in ("system", "developer") for msg in plan.head(messages))
+        # The head ends at the first summary: no summary is ever kept in it.
+        assert not any(is_summary(msg) for msg in plan.head(messages))
+        assert is_summary(messages[plan.head_end])
     for anchor in (latest_real_user(messages), latest_assistant_text(messages)):
         if anchor is not None and plan.head_end <= anchor < plan.tail_start:
             assert _summarized_with_turn(plan, anchor), (anchor, plan.adjustments)

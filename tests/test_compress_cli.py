@@ -246,9 +246,9 @@ def test_update_without_summary_is_a_usage_error(session_jsonl: Path) -> None:
     assert "no previous summary" in result.stderr
 
 
-def test_report_says_what_the_sanitizer_removed(tmp_path: Path) -> None:
-    # The stream ends on a Bash call that never got its result: the compacted
-    # transcript may not keep it, and the report says so.
+def test_report_says_which_pending_call_was_kept(tmp_path: Path) -> None:
+    # The stream ends on a Bash call that never got its result: the agent is
+    # still waiting on it, so it stays where it was, and the report says so.
     stream = (
         FIXTURES
         / "claude-stream-json"
@@ -261,11 +261,12 @@ def test_report_says_what_the_sanitizer_removed(tmp_path: Path) -> None:
     (session,) = json.loads(report_path.read_bytes())["sessions"]
     assert session["status"] == "compacted"
     assert session["sanitized"] == [
-        "#11: removed call toolu_01PDdptSvE6G8q6iyPtQwMtT (Bash): no result",
-        "#11: assistant message left empty; added a note",
+        "#11: kept call toolu_01PDdptSvE6G8q6iyPtQwMtT (Bash): no result yet"
     ]
     written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
-    assert toolpairs.orphans(written) == ([], [])
+    results, calls = toolpairs.orphans(written)
+    assert results == [] and [use.call_id for use in calls] == ["toolu_01PDdptSvE6G8q6iyPtQwMtT"]
+    assert calls[0].index == len(written) - 1
 
 
 def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_path: Path) -> None:

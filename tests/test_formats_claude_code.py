@@ -157,8 +157,11 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     assert chain[0]["type"] == "system" and chain[0]["subtype"] == "compact_boundary"
     assert chain[0]["parentUuid"] is None and chain[0]["logicalParentUuid"] is None
     assert chain[0]["compactMetadata"] == {"trigger": "manual", "postTokens": counter.messages(new)}
-    assert chain[1]["isCompactSummary"] is True
-    assert chain[1]["parentUuid"] == chain[0]["uuid"]
+    # After the boundary, in the order they happened: the head, the record, the tail.
+    record = next(k for k, o in enumerate(chain) if o.get("isCompactSummary"))
+    assert record > 1 and chain[1]["parentUuid"] == chain[0]["uuid"]
+    assert chain[record]["parentUuid"] == chain[record - 1]["uuid"]
+    assert [o.get("isCompactSummary") for o in chain].count(True) == 1
     uses = {
         b["id"]
         for o in chain
@@ -185,9 +188,9 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     assert out.splitlines()[-1] == data.splitlines()[-1]  # the tail stays in place
     assert len(out) < len(data) / 2
     back = formats.read(out, path="out.jsonl").sessions[0].messages
-    assert markers.is_summary(back[0]) and len(summaries(back)) == 1
-    assert markers.summary_body(back[0]) == markers.summary_body(new[2])
-    assert normal(back) == normal([new[2], *new[:2], *new[3:]])
+    assert markers.is_summary(back[2]) and len(summaries(back)) == 1
+    assert markers.summary_body(back[2]) == markers.summary_body(new[2])
+    assert normal(back) == normal(new)
 
 
 @pytest.mark.parametrize(
@@ -224,7 +227,8 @@ def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
     assert [markers.summary_body(x) for x in summaries(back)] == ["3. Tests pass."]
     chain = _chain(_lines(out))
     assert [o.get("subtype") for o in chain].count("compact_boundary") == 1
-    assert chain[1]["isCompactSummary"] is True
+    assert [o.get("isCompactSummary") for o in chain].count(True) == 1
+    assert chain[0]["subtype"] == "compact_boundary" and not chain[1].get("isCompactSummary")
 
 
 def test_a_new_compaction_drops_the_history_an_earlier_one_replaced() -> None:
@@ -411,7 +415,8 @@ def test_a_summary_merged_into_a_tail_message_gets_its_own_line() -> None:
         counter=COUNTER,
     )
     chain = _chain(_lines(out))
-    assert chain[1]["isCompactSummary"] and chain[1]["message"]["content"] == summary
+    # Boundary, the head message, then the record on a line of its own.
+    assert chain[2]["isCompactSummary"] and chain[2]["message"]["content"] == summary
     back = formats.read(out, path="out.jsonl").sessions[0].messages
     assert back[2]["content"] == msgs[k]["content"]
     assert m.tool_calls(back[2]) == [shrunk]

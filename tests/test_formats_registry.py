@@ -189,8 +189,16 @@ def test_a_summary_converted_to_claude_code_or_codex_uses_their_markers() -> Non
     chain = [objs[-1]]
     while chain[-1]["parentUuid"] is not None:
         chain.append(by_uuid[chain[-1]["parentUuid"]])
-    assert chain[-1]["subtype"] == "compact_boundary" and chain[-2]["isCompactSummary"]
-    assert formats.read(claude, path="c").sessions[0].messages[0]["content"] == summary["content"]
+    chain.reverse()
+    # The boundary, then the turns in order: system note, request, record, tail.
+    assert chain[0]["subtype"] == "compact_boundary" and chain[3]["isCompactSummary"]
+    assert chain[2]["message"]["content"] == "Fix the parser."
+    read = formats.read(claude, path="c").sessions[0].messages
+    assert [x["content"] for x in read[:3]] == [
+        msgs[0]["content"],
+        msgs[1]["content"],
+        summary["content"],
+    ]
     codex = formats.convert(transcript, "codex", counter=COUNTER)
     kinds = [json.loads(line)["type"] for line in codex.splitlines()]
     assert kinds[:3] == ["session_meta", "compacted", "event_msg"]

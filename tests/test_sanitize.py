@@ -48,6 +48,21 @@ def test_unanswered_call_is_stripped_and_answered_one_kept() -> None:
     assert notes == ["#1: removed call c1 (run): no result"]
 
 
+def test_a_call_still_waiting_for_its_result_stays_and_is_noted() -> None:
+    """Only what the cut broke is repaired: a call the transcript itself has no
+    result for yet (the agent's last message) stays as it was."""
+    waiting = calls("c9", text="running the suite")
+    cut_off = calls("c1", "c2")
+    messages = [user(), cut_off, result("c2"), user("now the suite"), waiting]
+    out, notes = sanitize_tool_pairs(messages, pending=frozenset({"c9"}))
+    assert out[4] is waiting
+    assert [c["id"] for c in out[1]["tool_calls"]] == ["c2"]
+    assert notes == [
+        "#1: removed call c1 (run): no result",
+        "#4: kept call c9 (run): no result yet",
+    ]
+
+
 def test_assistant_left_empty_gets_a_note() -> None:
     messages = [user(), calls("c1"), user("never mind")]
     out, notes = sanitize_tool_pairs(messages)

@@ -158,14 +158,20 @@ def test_five_offline_rounds_keep_the_users_words_and_the_current_state() -> Non
     outputs = five_rounds()
     record = record_of(outputs[-1])
     sections = parse(record.split("\n\n", 1)[1])
+    # The first request is the head: it stays verbatim before the record, round
+    # after round.
+    assert [m.text(msg) for msg in outputs[-1][:2]] == [
+        "You are a coding agent.\n\n" + markers.SYSTEM_NOTE,
+        "HARD CONSTRAINT: Do not push to main.",
+    ]
     # Classification put statements under their headings, whatever their phrasing.
     constraints = " ".join(sections["Constraints & Preferences"])
-    assert "Do not push to main" in constraints and "Avoid adding new dependencies" in constraints
+    assert "Budget cap is $500" in constraints and "Avoid adding new dependencies" in constraints
     assert "The feature flag is named EXPORTS_V2." in " ".join(sections["Critical Context"])
     assert "Milestone: billing exports working end to end." in " ".join(sections["Goal"])
     # Earlier rounds' entries are still there, in the order the user wrote them.
     ledger = sections[LEDGER_HEADING]
-    first = next(i for i, item in enumerate(ledger) if "Do not push to main" in item)
+    first = next(i for i, item in enumerate(ledger) if "Budget cap is $500" in item)
     later = next(i for i, item in enumerate(ledger) if "EXPORTS_V2" in item)
     assert first < later
 
@@ -178,7 +184,7 @@ def test_five_llm_rounds_keep_the_users_words_with_an_intent_poor_model(
     assert len(llm_server.received) >= 5
     # The model saw the earlier ledger in each update and was told ctxpack keeps it.
     update = llm_server.received[-1].user_text()
-    assert "Do not push to main" in update and f"`## {LEDGER_HEADING}`" in update
+    assert "Budget cap is $500" in update and f"`## {LEDGER_HEADING}`" in update
     assert "(superseded: phase 3 of 6 → phase 4 of 6)" in record_of(outputs[-1])
 
 

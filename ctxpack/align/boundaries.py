@@ -5,9 +5,11 @@ replaces. The rules, in the order they apply:
 
 1. Head: the leading system/developer messages plus the first
    `protect_first` others. When the transcript already holds a compaction
-   summary, the head is the system messages only and the (latest) summary is
-   summarized again as the previous summary (`previous_summary_index`), so
-   compaction updates the record instead of nesting a second one.
+   summary, the head is everything before the first one: those turns were
+   the head of the earlier compaction (the user's original task) and stay
+   verbatim round after round. The (latest) summary is summarized again as
+   the previous summary (`previous_summary_index`), so compaction updates
+   the record in place instead of nesting a second one.
 2. The middle never starts on a tool result: the head grows forward over them.
 3. Tail: walk back from the end summing message tokens and stop before the
    message that would pass 1.5 x the tail budget. When everything after the
@@ -40,7 +42,7 @@ from ctxpack.align.plan import (
     AlignPlan,
 )
 from ctxpack.align.protect import head_end as protected_head
-from ctxpack.align.protect import system_prefix_end, walk_back
+from ctxpack.align.protect import walk_back
 from ctxpack.markers import is_summary
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import link_results
@@ -78,12 +80,10 @@ def latest_assistant_text_index(messages: list[Message]) -> int | None:
     return None
 
 
-def previous_summary_index(messages: list[Message]) -> int | None:
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if not m.is_tool_result(msg) and is_summary(msg):
-            return i
-    return None
+def _summary_indexes(messages: list[Message]) -> list[int]:
+    """Where compaction summaries sit: the first ends an earlier head, the last is
+    the record an update rewrites."""
+    return [i for i, msg in enumerate(messages) if not m.is_tool_result(msg) and is_summary(msg)]
 
 
 class _Planner:
@@ -102,7 +102,9 @@ class _Planner:
         self.spans = sorted(spans.items())
         self.links = {r: use.index for r, use in links.items()}
         self.adjustments: list[Adjustment] = []
-        self.prev = previous_summary_index(messages)
+        records = _summary_indexes(messages)
+        self.prev = records[-1] if records else None
+        self.first = records[0] if records else None
         self.tail_budget = budget.tail_budget
         self.ceiling = int(SOFT_CEILING_FACTOR * self.tail_budget)
 
@@ -138,8 +140,8 @@ class _Planner:
         return walk_back(self.n, stop=start, ceiling=ceiling, tokens=self.tokens.__getitem__)
 
     def _head(self) -> int:
-        if self.prev is not None:
-            head_end = min(system_prefix_end(self.messages), self.prev)
+        if self.first is not None:
+            head_end = self.first
         else:
             head_end = protected_head(self.messages, protect_first=self.budget.protect_first)
         aligned = self._forward(head_end)

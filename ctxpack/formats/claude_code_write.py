@@ -6,14 +6,22 @@ pruned tool result rewrites its `tool_result` block and trims the
 `tool_use` input), and a line whose parent changed gets the new `parentUuid`.
 
 A compaction is written the way Claude Code resumes one, without the history
-it replaces (ctxpack's archive keeps the original bytes):
+it replaces (ctxpack's archive keeps the original bytes), in the order the
+conversation happened: head, record, tail.
 
-* a `system`/`compact_boundary` line (no parent) and a `user` line with
-  `isCompactSummary: true` carrying the summary go just before the first kept
-  tail line;
-* kept head messages follow the summary as copies with fresh uuids, then the
-  kept tail lines, re-chained in place: following `parentUuid` from the last
-  line yields exactly the compacted conversation (summary, head, tail);
+* a `system`/`compact_boundary` line (no parent) goes just before the first
+  kept tail line. Claude Code's loader walks `parentUuid` from the leaf and
+  gives the model only what follows the last boundary, so everything the
+  model must see comes after it;
+* the kept head messages follow the boundary as copies with fresh uuids, then
+  a `user` line with `isCompactSummary: true` carrying the record, then the
+  kept tail lines, re-chained in place. This is the shape Claude Code itself
+  writes when a partial compaction keeps the earliest turns (the preserved
+  prefix hangs off the boundary and the summary follows it): the client loads
+  it, and following `parentUuid` from the last line yields exactly the
+  compacted conversation in order (head, record, tail). A plain chain with
+  no boundary would load in that order too; the boundary stays so the client
+  knows the session was compacted (it says so and prunes anything before it);
 * every other line of the conversation's chain goes: the summarized turns,
   the originals of the copied head lines, the notices riding on them, and
   the history an earlier compaction in the chain had already summarized.
@@ -128,8 +136,8 @@ class SessionWriter:
         message_lines = {i for _, lines in self.where.values() for i in lines}
         leading, trailing = passengers(self.chain, message_lines, set(tail_lines))
         if cut is not None:
-            seq += self._markers(items[cut][0])
-            seq += self._copies(head)
+            boundary, record = self._markers(items[cut][0])
+            seq += [boundary, *self._copies(head), record]
         else:
             seq += [Slot(line(self.doc, i), i) for i in leading]
         emitted: set[int] = set()
@@ -282,9 +290,8 @@ class SessionWriter:
         fresh = self.ids.new(f"clone/{key}")
         return {**obj, "message": {**obj["message"], "content": content}, "uuid": fresh}
 
-    def _markers(self, summary: Message) -> list[Slot]:
+    def _markers(self, summary: Message) -> tuple[Slot, Slot]:
         ref = self.env_ref
-        boundary_id = self.ids.new("boundary")
         boundary = {
             "parentUuid": None,
             # The lines before the boundary leave the file (the archive keeps
@@ -296,7 +303,7 @@ class SessionWriter:
             "content": "Conversation compacted",
             "isMeta": False,
             "timestamp": self._timestamp(ref),
-            "uuid": boundary_id,
+            "uuid": self.ids.new("boundary"),
             "level": "info",
             # No preTokens: the count before the summary depends on whether
             # pruning ran in the same command or an earlier one, and the
@@ -307,8 +314,7 @@ class SessionWriter:
         note = self._user(
             text, key="summary", ref=ref, isVisibleInTranscriptOnly=True, isCompactSummary=True
         )
-        note["parentUuid"] = boundary_id
-        return [Slot(boundary, None), Slot(note, None)]
+        return Slot(boundary, None), Slot(note, None)
 
     def post_tokens(self) -> int:
         return self.counter.messages(self.session.messages)

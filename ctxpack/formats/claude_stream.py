@@ -10,8 +10,9 @@ merge into one message, as in `claude-code`; lines of a subagent (a
 `parent_tool_use_id`) are left out unless sidechains are asked for.
 
 Written back like `claude-code`, without the uuid chain: edits in place, and a
-compaction as a `compact_boundary` system line plus a user summary line just
-before the first kept tail line, followed by copies of the kept head lines.
+compaction as a `compact_boundary` system line just before the first kept
+tail line, then copies of the kept head lines, then a user line holding the
+record (the order the turns happened in).
 A compaction drops the turns of the main conversation before that point and
 the markers of earlier compactions; init, result and subagent lines stay.
 """
@@ -139,7 +140,7 @@ class StreamWriter(SessionWriter):
             if obj is not None and _conversation(obj) and not _parent_tool(obj)
         }
 
-    def _markers(self, summary: Message) -> list[Slot]:
+    def _markers(self, summary: Message) -> tuple[Slot, Slot]:
         ref = self.env_ref
         meta = {"trigger": "manual", "post_tokens": self.post_tokens()}
         if self.wrapped:
@@ -158,7 +159,7 @@ class StreamWriter(SessionWriter):
             boundary["uuid"] = self.ids.new("boundary")
         text = [{"type": "text", "text": m.text(summary)}]
         note = self._user(text, key="summary", ref=ref)
-        return [Slot(boundary, None), Slot(note, None)]
+        return Slot(boundary, None), Slot(note, None)
 
 
 class ClaudeStreamFormat(Format, name="claude-stream-json", writable=True):

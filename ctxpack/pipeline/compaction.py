@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxpack import markers
+from ctxpack import markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
@@ -19,6 +19,7 @@ from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_me
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
@@ -180,8 +181,8 @@ def summarize_messages(
     if active:
         text = f"{text}\n\n{active}"
     room = budget_tokens - counter.text(text)
-    # Calls that never got a result are stripped at assembly: they never ran,
-    # so they hold no facts, and the kept turns are read without them.
+    # Calls that never got a result are no facts: they never ran, and the
+    # kept turns are read without them.
     ran = ran_only(messages)
     kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
@@ -192,12 +193,23 @@ def summarize_messages(
     )
     if facts:
         text = f"{text}\n\n{facts}"
-    # The exact turns this summary replaces, for `ctxpack show` / restore.
-    source_turns = _jsonl(middle)
-    text = f"{text}\n\nSource turns: {markers.cite(ref_for(source_turns), recall=settings.recall)}"
+    # The exact turns this summary replaces, for `ctxpack show` / restore; an
+    # earlier record's own turns stay listed before them.
+    source_turns = _jsonl([*prepared.archived, *middle])
+    refs = [*prepared.earlier_refs, ref_for(source_turns)]
+    cited = [markers.cite(ref, recall=settings.recall) for ref in refs]
+    text = f"{text}\n\n{markers.source_turns(cited)}"
     first = not any(markers.has_system_note(msg) for msg in head)
+    # Calls the input itself has no result for yet stay where they were.
+    _, unanswered = toolpairs.orphans(messages)
+    pending = frozenset(use.call_id for use in unanswered if use.call_id)
     assembly = assemble(
-        head=head, summary=text, tail=tail, first_compaction=first, recall=settings.recall
+        head=head,
+        summary=text,
+        tail=tail,
+        first_compaction=first,
+        pending=pending,
+        recall=settings.recall,
     )
     out = assembly.messages
     if counter.messages(out) >= counter.messages(messages):
@@ -226,6 +238,11 @@ class Prepared:
     tail: list[Message]
     request: SummaryRequest
     budget_tokens: int
+    # The source-turns refs of the record being updated, oldest first.
+    earlier_refs: list[str] = field(default_factory=list)
+    # Messages archived with the middle: another agent's summary, whose full
+    # text the merged record no longer holds.
+    archived: list[Message] = field(default_factory=list)
 
 
 def prepare_request(
@@ -239,12 +256,20 @@ def prepare_request(
     head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
     previous = settings.previous_summary
     old = plan.previous_summary(messages)
+    earlier: list[str] = []
+    archived: list[Message] = []
     if old is not None:
-        previous = markers.summary_body(old)
+        body = markers.summary_body(old)
+        earlier = markers.source_refs(body)
+        previous = markers.without_bookkeeping(body)
         # A summary merged into a turn gives that turn's own text back to the middle.
         own = without_merged_summary(old)
         kept = [own if msg is old else msg for msg in middle]
         middle = [msg for msg in kept if msg is not None]
+    if previous is not None and (merged := foreign.to_template(previous)) is not None:
+        previous = merged.text
+        if old is not None:
+            archived = [old]
     budget_tokens = settings.budget.summary_budget(counter.messages(middle))
     request = SummaryRequest(
         middle=middle,
@@ -255,7 +280,7 @@ def prepare_request(
         head=head,
         tail=tail,
     )
-    return Prepared(head, middle, tail, request, budget_tokens)
+    return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)
 
 
 def _jsonl(messages: list[Message]) -> bytearray:
@@ -274,12 +299,7 @@ def _active_request(
     if latest_user is None or not head_end <= latest_user < tail_start:
         return ""
     ask = m.text(messages[latest_user]).strip()
-    if not ask:
-        return ""
-    return (
-        "The user's latest request was compacted into this record and is still the active "
-        f"request:\n> {ask.replace(chr(10), chr(10) + '> ')}"
-    )
+    return markers.active_request(ask) if ask else ""
 
 
 def _record_prune(report: SessionReport, result: PruneResult) -> None:

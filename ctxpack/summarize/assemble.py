@@ -46,8 +46,11 @@ def assemble(
     summary: str,
     tail: list[Message],
     first_compaction: bool,
+    pending: frozenset[str] = frozenset(),
     recall: bool = False,
 ) -> Assembly:
+    """Head, record, tail; `pending`: ids of calls the input had no result for
+    yet, which stay as they were (see sanitize)."""
     block = summary_block(summary, recall=recall)
     head = _note_system(head) if first_compaction else head
     role = summary_role(head, tail)
@@ -64,7 +67,7 @@ def assemble(
     # The sanitizer only ever drops tool results, so the summary is still the
     # same-numbered message among the others.
     rank = sum(1 for msg in out[:position] if m.role(msg) not in RESULT_ROLES)
-    clean, notes = sanitize_tool_pairs(out)
+    clean, notes = sanitize_tool_pairs(out, pending=pending)
     kept = [i for i, msg in enumerate(clean) if m.role(msg) not in RESULT_ROLES]
     return Assembly(
         messages=clean,

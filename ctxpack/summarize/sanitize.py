@@ -6,6 +6,11 @@ dropped, calls without any result are stripped from their assistant message,
 and nothing is ever invented in their place (a made-up result would put words
 in a tool's mouth).
 
+Only what the cut broke is repaired. A call the transcript itself has no
+result for yet (`pending`: typically the agent's last message, its tools
+still running) is the live state of the session: it stays where it was, and
+the notes say so.
+
 Which result answers which call is ctxpack.toolpairs' pairing rule.
 """
 
@@ -20,10 +25,13 @@ from ctxpack.transcript import Message
 EMPTIED_NOTE = "[ctxpack: tool calls removed with the compacted history]"
 
 
-def sanitize_tool_pairs(messages: list[Message]) -> tuple[list[Message], list[str]]:
+def sanitize_tool_pairs(
+    messages: list[Message], *, pending: frozenset[str] = frozenset()
+) -> tuple[list[Message], list[str]]:
     """(messages with every call answered and every result called for, what changed).
 
-    Unchanged messages are returned as the very same objects.
+    Calls whose id is in `pending` stay unanswered. Unchanged messages are
+    returned as the very same objects.
     """
     pairing = pair(messages)
     orphan_results = set(pairing.orphan_results)
@@ -34,7 +42,13 @@ def sanitize_tool_pairs(messages: list[Message]) -> tuple[list[Message], list[st
             notes.append(f"#{index}: dropped a {m.role(msg)} result whose call is gone")
             continue
         if m.role(msg) == "assistant":
-            msg = _strip_unanswered(msg, index, pairing.answered_slots(index), notes)
+            keep = pairing.answered_slots(index)
+            for slot, call in enumerate(m.tool_calls(msg)):
+                if slot not in keep and m.call_id(call) in pending:
+                    keep = keep | {slot}
+                    label = m.call_name(call) or "?"
+                    notes.append(f"#{index}: kept call {m.call_id(call)} ({label}): no result yet")
+            msg = _strip_unanswered(msg, index, keep, notes)
         out.append(msg)
     return out, notes
 

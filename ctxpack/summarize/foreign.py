@@ -1,0 +1,176 @@
+"""Another agent's compaction summary read into our template's sections.
+
+Claude Code's /compact writes numbered sections ("1. Primary Request and
+Intent:", ...) after an "Analysis:" scratchpad; Codex and Hermes write
+free-form markdown under their own headings. An update merges such a summary
+section by section instead of pasting it whole: each known heading goes to
+the template section that holds the same kind of thing, an unknown one to
+Critical Context under its own name. What is not merged (the scratchpad, the
+closing instruction to continue) is counted in a note; the full text is
+archived with the turns the new record replaces.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.template import PREAMBLE, Sections, canonical_heading, empty_sections
+from ctxpack.summarize.template import parse as parse_template
+from ctxpack.summarize.template import render as render_template
+
+# Section names other agents use, lower-cased, and where their items go.
+_TARGETS = {
+    # Claude Code /compact.
+    "primary request and intent": "Goal",
+    "key technical concepts": "Critical Context",
+    "files and code sections": "Relevant Files",
+    "errors and fixes": "Resolved Questions",
+    "problem solving": "Key Decisions",
+    "all user messages": LEDGER_HEADING,
+    "pending tasks": "Historical Remaining Work",
+    "current work": "Active State",
+    "optional next step": "Historical Remaining Work",
+    # Free-form handoffs (Codex, Hermes).
+    "goal": "Goal",
+    "task": "Goal",
+    "objective": "Goal",
+    "constraints": "Constraints & Preferences",
+    "preferences": "Constraints & Preferences",
+    "progress": "Historical In-Progress State",
+    "completed": "Historical In-Progress State",
+    "current state": "Active State",
+    "state": "Active State",
+    "decisions": "Key Decisions",
+    "errors": "Blocked",
+    "blockers": "Blocked",
+    "files": "Relevant Files",
+    "next steps": "Historical Remaining Work",
+    "remaining work": "Historical Remaining Work",
+    "todo": "Historical Remaining Work",
+    "context": "Critical Context",
+}
+_CLAUDE_OPENING = "This session is being continued from a previous conversation"
+_CLOSING_RE = re.compile(r"^\s*Please continue the conversation from where we left", re.I)
+_NUMBERED_RE = re.compile(r"^\s{0,3}\d+\.\s+\**([A-Za-z][^*:\n]{1,60}?)\**\s*:\**\s*(.*)$")
+# A bold line counts as a heading only at the margin: indented, it names an
+# item (a file, an error) inside a section.
+_MARKDOWN_RE = re.compile(r"^(?:\s{0,3}#{1,6}\s+(.+?)\s*#*|\*\*([^*\n]{1,60})\*\*:?)\s*$")
+_SUMMARY_LINE_RE = re.compile(r"^\s*(?:\*\*)?Summary:?(?:\*\*)?\s*$", re.I)
+_ANALYSIS_LINE_RE = re.compile(r"^\s*(?:\*\*)?Analysis:?(?:\*\*)?\s*$", re.I)
+_OPENING_RE = re.compile(r"^\s*\[CONTEXT (?:COMPACTION|SUMMARY)[^\]]*\]:?\s*", re.I)
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A foreign summary in our template, and what of it stayed out."""
+
+    text: str
+    source: str
+    merged_sections: int
+    left_out_lines: int
+
+
+def is_ours(body: str) -> bool:
+    """True when the summary already uses our template's headings."""
+    found = parse_template(body)
+    return sum(1 for heading in HEADINGS if heading in found) >= len(HEADINGS) // 2
+
+
+def to_template(body: str) -> Merged | None:
+    """`body` (another agent's summary) rewritten as our template's sections;
+    None when it is ours already or holds no text."""
+    if not body.strip() or is_ours(body):
+        return None
+    source = "Claude Code" if _CLAUDE_OPENING in body else "another agent"
+    lines = _OPENING_RE.sub("", body, count=1).splitlines()
+    left_out = 0
+    start = next((i for i, line in enumerate(lines) if _SUMMARY_LINE_RE.match(line)), None)
+    if start is not None:
+        # Everything before "Summary:" is the opening line and the scratchpad.
+        left_out += sum(1 for line in lines[:start] if line.strip())
+        lines = lines[start + 1 :]
+    kept = []
+    for line in lines:
+        if _CLOSING_RE.match(line) or _ANALYSIS_LINE_RE.match(line):
+            left_out += 1
+        elif not line.startswith(_CLAUDE_OPENING):
+            kept.append(line)
+        else:
+            left_out += 1
+    sections, count = _sections(kept)
+    note = (
+        f"- This record merges {source}'s own summary ({len(body):,} characters, "
+        f"{count} section(s)); {left_out} line(s) of it (notes, instructions) are only "
+        "in its full text, archived with the source turns below."
+    )
+    sections["Critical Context"].insert(0, note)
+    # The user's own words go to the user ledger, which an update carries on.
+    said = [f'- "{_unquoted(item)}"' for item in sections.pop(LEDGER_HEADING, [])]
+    ledger = "\n".join([f"## {LEDGER_HEADING}", LEDGER_INTRO, *said]) if said else ""
+    text = with_ledger(render_template(sections), ledger)
+    return Merged(text, source, count, left_out)
+
+
+def _sections(lines: list[str]) -> tuple[Sections, int]:
+    """Template sections from the lines under each foreign heading."""
+    out = {**empty_sections(), LEDGER_HEADING: []}
+    blocks: list[tuple[str, list[str]]] = [(PREAMBLE, [])]
+    for line in lines:
+        title, rest = _heading(line)
+        if title is None:
+            blocks[-1][1].append(line)
+            continue
+        blocks.append((title, [rest] if rest else []))
+    count = 0
+    for title, body in blocks:
+        items = _items(body)
+        if not items:
+            continue
+        if title == PREAMBLE:
+            target, prefix = "Historical Task Snapshot", ""
+        else:
+            count += 1
+            canonical = canonical_heading(title)
+            target = canonical if canonical in HEADINGS else _TARGETS.get(title.lower(), "")
+            prefix = "" if target else f"{title}: "
+            target = target or "Critical Context"
+        out[target].extend(_prefixed(item, prefix) for item in items)
+    return out, count
+
+
+def _heading(line: str) -> tuple[str | None, str]:
+    mt = _NUMBERED_RE.match(line)
+    if mt and mt.group(1).strip().lower() in _TARGETS:
+        return mt.group(1).strip(), mt.group(2).strip()
+    mt = _MARKDOWN_RE.match(line)
+    if mt:
+        title = (mt.group(1) or mt.group(2) or "").strip().strip("*").rstrip(":").strip()
+        if title:
+            return title, ""
+    return None, ""
+
+
+def _items(body: list[str]) -> list[str]:
+    """List items of a section body, dedented so its own bullets start a line
+    and nested bullets, code and wrapped lines stay inside their item."""
+    text = textwrap.dedent("\n".join(line.rstrip() for line in body)).strip("\n")
+    if not text.strip():
+        return []
+    parsed = parse_template(text).get(PREAMBLE, [])
+    return [item if item.lstrip().startswith(("-", "*", "+")) else f"- {item}" for item in parsed]
+
+
+def _unquoted(item: str) -> str:
+    body = " ".join(item.split()[1:])
+    return body[1:-1] if len(body) > 1 and body[0] == body[-1] == '"' else body
+
+
+def _prefixed(item: str, prefix: str) -> str:
+    if not prefix:
+        return item
+    marker, _, rest = item.partition(" ")
+    return f"{marker} {prefix}{rest}"

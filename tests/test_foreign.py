@@ -1,0 +1,105 @@
+"""Another agent's summary merged into our template, section by section."""
+
+from __future__ import annotations
+
+from ctxpack.summarize.foreign import to_template
+from ctxpack.summarize.ledger import previous_entries
+from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.template import parse, render
+
+CLAUDE = """This session is being continued from a previous conversation that ran out \
+of context. The conversation is summarized below:
+Analysis:
+1. **Initial Request**: the user asked for a parser.
+
+Summary:
+1. Primary Request and Intent:
+   - Write a log parser for the access logs
+   - Keep it in the standard library only
+2. Key Technical Concepts:
+   - Python regular expressions
+3. Files and Code Sections:
+   - **parser.py**:
+     - Added `parse_line()`:
+       ```python
+       def parse_line(line):
+           return PATTERN.match(line)
+       ```
+4. Errors and fixes:
+   - **Test failure**: the date group missed leap days
+     - Fix: widened the day range
+5. Problem Solving:
+   Chose one regex over a tokenizer.
+6. All user messages:
+   - "Write a log parser"
+7. Pending Tasks:
+   - Add IPv6 support
+8. Current Work:
+   Running the parser tests after the leap-day fix.
+9. Optional Next Step:
+   Add the IPv6 cases to the tests.
+Please continue the conversation from where we left it off without asking the user any \
+further questions. Continue with the last task that you were asked to work on."""
+
+
+def _section(text: str, heading: str) -> list[str]:
+    return parse(text)[heading]
+
+
+def test_claude_code_sections_map_onto_ours() -> None:
+    merged = to_template(CLAUDE)
+    assert merged is not None and merged.source == "Claude Code"
+    # Left out: the opening line, the Analysis scratchpad (2), the closing line.
+    assert (merged.merged_sections, merged.left_out_lines) == (9, 4)
+    text = merged.text
+    assert _section(text, "Goal") == [
+        "- Write a log parser for the access logs",
+        "- Keep it in the standard library only",
+    ]
+    assert _section(text, "Relevant Files") == [
+        "- **parser.py**:\n  - Added `parse_line()`:\n    ```python\n    def parse_line(line):\n"
+        "        return PATTERN.match(line)\n    ```"
+    ]
+    assert _section(text, "Resolved Questions") == [
+        "- **Test failure**: the date group missed leap days\n  - Fix: widened the day range"
+    ]
+    assert _section(text, "Key Decisions") == ["- Chose one regex over a tokenizer."]
+    assert _section(text, "Historical Remaining Work") == [
+        "- Add IPv6 support",
+        "- Add the IPv6 cases to the tests.",
+    ]
+    assert _section(text, "Active State") == ["- Running the parser tests after the leap-day fix."]
+    context = _section(text, "Critical Context")
+    assert context[0].startswith("- This record merges Claude Code's own summary (")
+    assert "4 line(s) of it (notes, instructions) are only in its full text" in context[0]
+    assert context[1:] == ["- Python regular expressions"]
+    # The user's words go to the user ledger, as entries an update carries on.
+    assert previous_entries(text) == ["Write a log parser"]
+    assert "Primary Request" not in text and "Please continue" not in text
+
+
+def test_free_form_handoff_headings_map_and_unknown_ones_keep_their_name() -> None:
+    handoff = (
+        "[CONTEXT COMPACTION] earlier turns were summarized\n\n"
+        "The session built the release script.\n\n"
+        "## Goal\n- Ship version 2.1\n\n"
+        "## Next steps\n- Tag the release\n\n"
+        "## Environment\n- Python 3.11 on the build host\n"
+    )
+    merged = to_template(handoff)
+    assert merged is not None and merged.source == "another agent"
+    assert _section(merged.text, "Historical Task Snapshot") == [
+        "- earlier turns were summarized",
+        "- The session built the release script.",
+    ]
+    assert _section(merged.text, "Goal") == ["- Ship version 2.1"]
+    assert _section(merged.text, "Historical Remaining Work") == ["- Tag the release"]
+    assert _section(merged.text, "Critical Context")[1:] == [
+        "- Environment: Python 3.11 on the build host"
+    ]
+
+
+def test_our_own_record_is_left_as_it_is() -> None:
+    ours = render({heading: [f"- {heading} item"] for heading in HEADINGS})
+    assert to_template(ours) is None
+    assert to_template("   ") is None
