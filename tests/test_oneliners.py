@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned, one_liner
+from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned, one_liner, quoted_error
 from tests.conftest import FIXTURES, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -103,6 +103,36 @@ def test_claude_bash_failing_pytest_keeps_command_exit_and_summary() -> None:
     assert '"2 failed, 80 passed in 0.03s"' in text
 
 
+def test_claude_failing_pytest_digest_ends_with_its_last_error_line() -> None:
+    result = _find(_claude_results(CLAUDE), "Bash", 'pytest testgen_tests.py -v --tb=no"')
+    text = _line(result)
+    last = (
+        "FAILED testgen_tests.py::TestDateIPv4Regex::"
+        + "test_integration_multiple_valid_dates_with_ipv4"
+    )
+    # The last of its error lines, above the summary banner.
+    banner = "=" * 25 + " 2 failed, 80 passed in 0.03s " + "=" * 25
+    assert result[2].splitlines()[-2:] == [last, banner]
+    assert text == (
+        "[ctxpack pruned] Bash `python -m pytest testgen_tests.py -v --tb=no` → exit 1; "
+        'output was 93 lines, 7,481 chars; last: "2 failed, 80 passed in 0.03s"; '
+        f'error: "{last}"'
+    )
+    assert quoted_error(text) == last
+
+
+def test_a_long_error_line_is_clipped_to_160_chars() -> None:
+    line = "ValueError: " + "x" * 300
+    text = one_liner(name="Bash", arguments='{"command": "make"}', output=f"Exit code 2\n{line}")
+    quote = quoted_error(text)
+    assert quote == line[:159] + "…" and "\n" not in text
+
+
+def test_an_unpruned_text_quotes_no_error() -> None:
+    assert quoted_error('error: "ValueError: bad"') is None
+    assert quoted_error(f"{PRUNED_PREFIX} Read a.py → lines 1-3; output was 3 lines") is None
+
+
 def test_claude_read_keeps_path_and_line_span() -> None:
     name, args, output, err = _find(_claude_results(CLAUDE), "Read", "testgen_instruction")
     text = _line((name, args, output, err))
@@ -151,6 +181,8 @@ def test_claude_edit_and_failed_write() -> None:
 def test_claude_task_keeps_description_and_agent_type() -> None:
     text = _line(_find(_claude_results(CLAUDE), "Task", "Review test coverage"))
     assert 'Task "Review test coverage completeness" [general-purpose]' in text
+    # The agent id it ends with is how the session resumes that agent.
+    assert text.endswith("; ids: a028728")
 
 
 def test_claude_bash_failure_quotes_the_error_not_a_later_banner() -> None:
@@ -163,7 +195,7 @@ def test_claude_bash_failure_quotes_the_error_not_a_later_banner() -> None:
     assert "no errors or warnings" in result[2].splitlines()[-1]
     text = _line(result)
     assert "Bash `git push origin main` → exit 1" in text
-    assert 'last: "error: failed to push some refs to' in text
+    assert 'error: "error: failed to push some refs to' in text
 
 
 # --- Codex --------------------------------------------------------------------------

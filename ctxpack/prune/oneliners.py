@@ -3,17 +3,27 @@
 A bare "output removed" placeholder loses every fact; a one-liner keeps the
 ones a reader needs to follow the rest of the session: which tool, on what
 (command, path, pattern, url), how it ended (exit code, match count), how big
-the output was, and the single line that matters most. Every stand-in starts
-with the same prefix, so a later run knows not to prune it again.
+the output was, and the single line that matters most: for a failed output,
+its last error line, the one a resumed model must fix. A short stand-in also
+names the ids the output held (commits, agent and session ids), which a
+resumed model may need to refer back to. Every stand-in starts with the same
+prefix, so a later run knows not to prune it again.
 """
 
 from __future__ import annotations
 
 from ctxpack import tooloutput as outputs
+from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 PRUNED_PREFIX = "[ctxpack pruned]"
+# The quoted error line is clipped to this; ids are added, up to MAX_IDS of
+# them, only to a stand-in no longer than SHORT_CHARS.
+ERROR_CHARS = 160
+MAX_IDS = 3
+SHORT_CHARS = 240
+_ERROR_INTRO = '; error: "'
 
 
 def is_pruned(text: str) -> bool:
@@ -35,15 +45,18 @@ def one_liner(
     call = info or describe(name, arguments)
     facts = outputs.analyze(output, flagged=is_error)
     status = _status(facts)
-    quote_kind, quote = _quote(call, facts)
+    quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"
     if images:
         size += f", {_count(images, 'image')}"
     head = ", ".join(p for p in (status, details) if p)
     text = f"{PRUNED_PREFIX} {call.label} → " + (f"{head}; {size}" if head else size)
-    if quote:
-        text += f'; {quote_kind}: "{quote}"'
+    for kind, quote in quotes:
+        text += f'; {kind}: "{quote}"'
+    ids = identifiers_in(facts.body)[:MAX_IDS] if len(text) <= SHORT_CHARS else []
+    if ids:
+        text += "; ids: " + ", ".join(ids)
     return text
 
 
@@ -53,6 +66,16 @@ def cite_full(ref: str, *, recall: bool, label: str = "full") -> str:
     if recall:
         return f"full text: {recall_call(ref)}"
     return f"{label}: {ref}" if label else ref
+
+
+def quoted_error(text: str) -> str | None:
+    """The error line a stand-in quotes, if it quotes one."""
+    if not is_pruned(text):
+        return None
+    # The error is the last quote, and nothing after it holds a double quote.
+    start = text.rfind(_ERROR_INTRO)
+    end = text.rfind('"')
+    return text[start + len(_ERROR_INTRO) : end] if 0 <= start < end else None
 
 
 def duplicate_note(*, later: int, label: str, chars: int) -> str:
@@ -92,12 +115,28 @@ def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
     return ""
 
 
+def _quotes(
+    call: CallInfo, facts: outputs.OutputFacts, *, output: str, flagged: bool
+) -> list[tuple[str, str]]:
+    """Which lines to keep, and how to introduce each; an error comes last,
+    where quoted_error finds it."""
+    quote = _quote(call, facts)
+    errors = outputs.error_lines(output, flagged=flagged) if facts.error else []
+    if not errors or _json_error(facts):
+        return [quote] if quote[1] else []
+    error = ("error", _clipped(errors[-1]))
+    # A failed test run's counts say how far the work got; the error says why.
+    tests = outputs.test_summary(facts.body)
+    if call.family is Family.COMMAND and tests and tests in quote[1]:
+        return [quote, error]
+    return [error]
+
+
 def _quote(call: CallInfo, facts: outputs.OutputFacts) -> tuple[str, str]:
     """Which line to keep, and how to introduce it."""
     body = facts.body
-    value = facts.json_value
-    if isinstance(value, dict) and isinstance(value.get("error"), str) and value["error"]:
-        return "error", outputs.first_line(value["error"])
+    if _json_error(facts):
+        return "error", outputs.first_line(_json_error(facts))
     if facts.error and call.family is not Family.COMMAND:
         return "error", outputs.first_line(body)
     if call.family is Family.COMMAND:
@@ -109,3 +148,14 @@ def _quote(call: CallInfo, facts: outputs.OutputFacts) -> tuple[str, str]:
     if call.family is Family.OTHER and facts.json_value is None:
         return "first", outputs.first_line(body)
     return "", ""
+
+
+def _json_error(facts: outputs.OutputFacts) -> str:
+    value = facts.json_value
+    error = value.get("error") if isinstance(value, dict) else None
+    return error if isinstance(error, str) else ""
+
+
+def _clipped(line: str) -> str:
+    flat = " ".join(line.split())
+    return flat if len(flat) <= ERROR_CHARS else flat[: ERROR_CHARS - 1] + "…"

@@ -11,6 +11,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
+from ctxpack.prune.oneliners import quoted_error
 from ctxpack.redact import mask
 from ctxpack.tooloutput import (
     error_lines,
@@ -187,7 +188,9 @@ def make_action(
     running = bool(outputs) and code is None and still_running(out)
     tests = test_summary(out) if kind == "run" else None
     failed = bool(outputs) and result_failed(out, flagged=flagged)
-    errors = error_lines(out, flagged=flagged) if failed else []
+    # A pruned output's stand-in quotes the original's last error line.
+    quoted = quoted_error(out) if failed else None
+    errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
     pending = not outputs or running
     if kind == "create" and not failed:
         kind = "create" if "created" in out.lower() or key not in seen else "edit"
