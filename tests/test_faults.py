@@ -263,13 +263,19 @@ def test_sigint_mid_write_exits_130_with_no_output(
     assert _names(work) == ["session.jsonl"]
 
 
+def _batch_dir(tmp_path: Path, session_bytes: bytes, *, files: int) -> tuple[Path, Path]:
+    """A folder of `files` copies of the session, and where its batch output goes."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for n in range(files):
+        (src / f"s{n}.jsonl").write_bytes(session_bytes)
+    return src, tmp_path / "out"
+
+
 def test_sigint_stops_a_parallel_batch_before_any_file_is_written(
     tmp_path: Path, session_bytes: bytes
 ) -> None:
-    src, out = tmp_path / "in", tmp_path / "out"
-    src.mkdir()
-    for n in range(4):
-        (src / f"s{n}.jsonl").write_bytes(session_bytes)
+    src, out = _batch_dir(tmp_path, session_bytes, files=4)
     started = time.monotonic()
     done = _interrupt_mid_write(
         tmp_path / "ready", [*COMPRESS, str(src), "-o", str(out), "--jobs", "2"], group=True
@@ -456,10 +462,7 @@ runpy.run_module("ctxpack", run_name="__main__")
 def test_sigint_in_a_parallel_batch_prints_one_line_and_no_traceback(
     tmp_path: Path, session_bytes: bytes
 ) -> None:
-    src, out = tmp_path / "in", tmp_path / "out"
-    src.mkdir()
-    for n in range(2):
-        (src / f"s{n}.jsonl").write_bytes(session_bytes)
+    src, out = _batch_dir(tmp_path, session_bytes, files=2)
     # More workers than files: one waits idle for work when Ctrl-C comes.
     args = [*COMPRESS, str(src), "-o", str(out), "--jobs", "3"]
     done = _interrupt_mid_write(tmp_path / "ready", args, group=True, script=SLOW_STAGE)

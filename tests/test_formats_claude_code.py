@@ -19,11 +19,13 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import (
+    chain_of,
     compact,
     compacted,
     expected,
     mutated,
     normal,
+    round_trip,
     summaries,
     summary_message,
     updated,
@@ -43,18 +45,6 @@ def _read(data: bytes, **options: Any) -> formats.Transcript:  # type: ignore[na
 
 def _lines(data: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.split(b"\n") if line.strip()]
-
-
-def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Follow parentUuid from the last entry of the file back to the root."""
-    by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
-    node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
-    chain: list[dict[str, Any]] = []
-    while node is not None:
-        assert node not in chain, "parentUuid cycle"
-        chain.append(node)
-        node = by_uuid.get(node.get("parentUuid"))
-    return chain[::-1]
 
 
 def _expected_tokens(chain: list[dict[str, Any]]) -> tuple[int, int]:
@@ -105,16 +95,13 @@ def _expected_tokens(chain: list[dict[str, Any]]) -> tuple[int, int]:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_unchanged_write_is_byte_identical(path: Path) -> None:
-    data = path.read_bytes()
-    transcript = formats.read(data, path=str(path))
-    assert transcript.format == "claude-code"
-    assert formats.write(transcript, counter=COUNTER) == data
+    round_trip(path, "claude-code")
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_token_count_matches_a_direct_count_of_the_chain(path: Path, counter: TokenCounter) -> None:
     data = path.read_bytes()
-    tokens, messages = _expected_tokens(_chain(_lines(data)))
+    tokens, messages = _expected_tokens(chain_of(_lines(data)))
     session = formats.read(data, path=str(path)).sessions[0]
     assert len(session.messages) == messages
     assert counter.messages(session.messages) == tokens
@@ -153,7 +140,7 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
     small, new = compacted(transcript, head=2, tail=4)
     out = formats.write(small, counter=counter)
     objs = _lines(out)
-    chain = _chain(objs)
+    chain = chain_of(objs)
     assert chain[0]["type"] == "system" and chain[0]["subtype"] == "compact_boundary"
     assert chain[0]["parentUuid"] is None and chain[0]["logicalParentUuid"] is None
     assert chain[0]["compactMetadata"] == {"trigger": "manual", "postTokens": counter.messages(new)}
@@ -201,7 +188,7 @@ def test_compaction_writes_claude_code_markers(path: Path, counter: TokenCounter
 def test_post_tokens_are_counted_by_the_callers_counter(counter: TokenCounter) -> None:
     transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
     small, new = compacted(transcript, head=2, tail=4)
-    chain = _chain(_lines(formats.write(small, counter=counter)))
+    chain = chain_of(_lines(formats.write(small, counter=counter)))
     post = chain[0]["compactMetadata"]["postTokens"]
     assert post == counter.messages(new) != COUNTER.messages(new)
 
@@ -214,7 +201,7 @@ def test_compress_records_post_tokens_with_the_runs_counter(tmp_path: Path) -> N
         result = runner.invoke(app, [*args, "--report", str(report), *options])
         assert result.exit_code == 0, result.output
         (session,) = json.loads(report.read_bytes())["sessions"]
-        chain = _chain(_lines(out.read_bytes()))
+        chain = chain_of(_lines(out.read_bytes()))
         assert chain[0]["compactMetadata"]["postTokens"] == session["tokens_after"]
 
 
@@ -225,7 +212,7 @@ def test_compacting_again_updates_the_summary_instead_of_nesting() -> None:
     out = formats.write(again, counter=COUNTER)
     back = formats.read(out, path="twice.jsonl").sessions[0].messages
     assert [markers.summary_body(x) for x in summaries(back)] == ["3. Tests pass."]
-    chain = _chain(_lines(out))
+    chain = chain_of(_lines(out))
     assert [o.get("subtype") for o in chain].count("compact_boundary") == 1
     assert [o.get("isCompactSummary") for o in chain].count(True) == 1
     assert chain[0]["subtype"] == "compact_boundary" and not chain[1].get("isCompactSummary")
@@ -272,7 +259,7 @@ def test_a_new_compaction_drops_the_history_an_earlier_one_replaced() -> None:
     assert not [x for x in [*raw[1:13], *extra[:2]] if x in lines]
     objs_out = _lines(out)
     assert [o["type"] for o in objs_out if "uuid" not in o] == ["queue-operation"]
-    chain = _chain(objs_out)
+    chain = chain_of(objs_out)
     assert [o["uuid"] for o in objs_out if "uuid" in o] == [o["uuid"] for o in chain]
     assert [o.get("subtype") for o in objs_out].count("compact_boundary") == 1
     back = formats.read(out, path="out.jsonl").sessions[0].messages
@@ -414,7 +401,7 @@ def test_a_summary_merged_into_a_tail_message_gets_its_own_line() -> None:
         transcript.with_sessions([session.with_messages([msgs[0], merged, *msgs[k + 1 :]])]),
         counter=COUNTER,
     )
-    chain = _chain(_lines(out))
+    chain = chain_of(_lines(out))
     # Boundary, the head message, then the record on a line of its own.
     assert chain[2]["isCompactSummary"] and chain[2]["message"]["content"] == summary
     back = formats.read(out, path="out.jsonl").sessions[0].messages

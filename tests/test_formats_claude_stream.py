@@ -11,7 +11,14 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_claude_code import _expected_tokens
-from tests.test_formats_support import block_values, compacted, normal, summaries, updated
+from tests.test_formats_support import (
+    block_values,
+    compacted,
+    normal,
+    round_trip,
+    summaries,
+    updated,
+)
 
 LOG = (
     FIXTURES
@@ -34,10 +41,7 @@ def _after_last_boundary(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_unchanged_write_is_byte_identical() -> None:
-    data = LOG.read_bytes()
-    transcript = formats.read(data, path=str(LOG))
-    assert transcript.format == "claude-stream-json"
-    assert formats.write(transcript, counter=COUNTER) == data
+    round_trip(LOG, "claude-stream-json")
 
 
 def test_context_starts_at_the_last_compaction(counter: TokenCounter) -> None:

@@ -23,7 +23,7 @@ from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.transcript import Message
 from tests.conftest import COUNTER, FIXTURES
-from tests.test_formats_support import normal, sanitize, summaries, summary_message
+from tests.test_formats_support import chain_of, normal, sanitize, summaries, summary_message
 
 runner = CliRunner()
 # Small enough that even the short fixtures have a middle to summarize.
@@ -164,17 +164,6 @@ def _objs(data: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
-def _chain(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
-    node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
-    chain: list[dict[str, Any]] = []
-    while node is not None:
-        assert node not in chain, "parentUuid cycle"
-        chain.append(node)
-        node = by_uuid.get(node.get("parentUuid"))
-    return chain[::-1]
-
-
 def _blocks(objs: list[dict[str, Any]], kind: str, key: str) -> list[str]:
     return [
         b[key]
@@ -193,7 +182,7 @@ def _pending(data: bytes) -> set[str]:
 
 def _check_claude_code(data: bytes) -> list[dict[str, Any]]:
     objs = _objs(data)
-    chain = _chain(objs)
+    chain = chain_of(objs)
     assert chain[0]["subtype"] == "compact_boundary" and chain[0]["parentUuid"] is None
     # The kept head follows the boundary, then the one record, then the tail.
     (record,) = [o for o in chain if o.get("isCompactSummary")]
@@ -210,7 +199,7 @@ def _check_claude_code(data: bytes) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "path", [p for p in CLAUDE_CODE if p.name not in NOT_SUMMARIZED], ids=lambda p: p.name
 )
-def test_a_compacted_claude_code_log_holds_only_the_new_chain(
+def test_a_compacted_claude_code_log_holds_only_the_newchain_of(
     path: Path, runs: dict[tuple[str, str], tuple[bytes, bytes, bytes]]
 ) -> None:
     data = path.read_bytes()
@@ -229,7 +218,7 @@ def test_a_compacted_claude_code_log_holds_only_the_new_chain(
     # One record, after the same head as the first time.
     (at,) = [k for k, x in enumerate(back) if markers.is_summary(x)]
     assert at > 0 and back[:at] == once[:at] and markers.is_summary(once[at])
-    assert len(chain) < len(_chain(_objs(out))) + 2
+    assert len(chain) < len(chain_of(_objs(out))) + 2
 
 
 def _replay(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -47,6 +47,34 @@ def _event(kind: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+def _action(
+    event_id: str, call_id: str, response: str, call: dict[str, Any], thought: str = ""
+) -> dict[str, Any]:
+    """An agent's terminal call, as a V1 ActionEvent."""
+    return _event(
+        "ActionEvent",
+        id=event_id,
+        thought=[{"type": "text", "text": thought}] if thought else [],
+        tool_call={**call, "id": call_id},
+        tool_call_id=call_id,
+        tool_name="terminal",
+        llm_response_id=response,
+        action={},
+    )
+
+
+def _observation(event_id: str, call_id: str, text: str, *, action: str) -> dict[str, Any]:
+    """What the terminal answered `action`, as a V1 ObservationEvent."""
+    return _event(
+        "ObservationEvent",
+        id=event_id,
+        tool_call_id=call_id,
+        tool_name="terminal",
+        observation={"content": [{"type": "text", "text": text}]},
+        action_id=action,
+    )
+
+
 def test_v1_events_apply_the_condensation() -> None:
     call = {"id": "tc1", "name": "terminal", "arguments": '{"command": "ls"}'}
     events = [
@@ -66,24 +94,8 @@ def test_v1_events_apply_the_condensation() -> None:
                 "content": [{"type": "text", "text": "Why is it loading?"}],
             },
         ),
-        _event(
-            "ActionEvent",
-            id="e2",
-            thought=[{"type": "text", "text": "Listing."}],
-            tool_call=call,
-            tool_call_id="tc1",
-            tool_name="terminal",
-            llm_response_id="r1",
-            action={},
-        ),
-        _event(
-            "ObservationEvent",
-            id="e3",
-            tool_call_id="tc1",
-            tool_name="terminal",
-            observation={"content": [{"type": "text", "text": "a.py"}], "is_error": False},
-            action_id="e2",
-        ),
+        _action("e2", "tc1", "r1", call, thought="Listing."),
+        _observation("e3", "tc1", "a.py", action="e2"),
         _event(
             "Condensation",
             id="e4",
@@ -91,42 +103,10 @@ def test_v1_events_apply_the_condensation() -> None:
             summary="USER_CONTEXT: loading bug",
             summary_offset=2,
         ),
-        _event(
-            "ActionEvent",
-            id="e5",
-            thought=[{"type": "text", "text": "Reading both."}],
-            tool_call={**call, "id": "tc2"},
-            tool_call_id="tc2",
-            tool_name="terminal",
-            llm_response_id="r2",
-            action={},
-        ),
-        _event(
-            "ActionEvent",
-            id="e6",
-            thought=[],
-            tool_call={**call, "id": "tc3"},
-            tool_call_id="tc3",
-            tool_name="terminal",
-            llm_response_id="r2",
-            action={},
-        ),
-        _event(
-            "ObservationEvent",
-            id="e7",
-            tool_call_id="tc2",
-            tool_name="terminal",
-            observation={"content": [{"type": "text", "text": "x"}]},
-            action_id="e5",
-        ),
-        _event(
-            "ObservationEvent",
-            id="e8",
-            tool_call_id="tc3",
-            tool_name="terminal",
-            observation={"content": [{"type": "text", "text": "y"}]},
-            action_id="e6",
-        ),
+        _action("e5", "tc2", "r2", call, thought="Reading both."),
+        _action("e6", "tc3", "r2", call),
+        _observation("e7", "tc2", "x", action="e5"),
+        _observation("e8", "tc3", "y", action="e6"),
     ]
     msgs = formats.read(json.dumps(events).encode(), path="events.json").sessions[0].messages
     assert [m.role(x) for x in msgs] == ["system", "user", "user", "assistant", "tool", "tool"]

@@ -27,6 +27,7 @@ from ctxpack.pipeline.stages import Compress
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.tokens.counter import TokenCounter, get_encoding
 from ctxpack.transcript import Message, Transcript
+from tests.conftest import COUNTER
 
 ENCODING = get_encoding("o200k_base")
 
@@ -182,3 +183,25 @@ def block_values(contents: list[Any], block_type: str, key: str) -> set[str]:
         for block in content
         if isinstance(block, dict) and block.get("type") == block_type
     }
+
+
+def chain_of(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Claude Code log's chain as the client reads it: parentUuid from the last
+    entry of the file back to the root."""
+    by_uuid = {o["uuid"]: o for o in objs if "uuid" in o}
+    node: dict[str, Any] | None = [o for o in objs if "uuid" in o][-1]
+    chain: list[dict[str, Any]] = []
+    while node is not None:
+        assert node not in chain, "parentUuid cycle"
+        chain.append(node)
+        node = by_uuid.get(node.get("parentUuid"))
+    return chain[::-1]
+
+
+def round_trip(path: Path, fmt: str) -> Transcript:
+    """`path` read as `fmt` and written back unchanged: the very same bytes."""
+    data = path.read_bytes()
+    transcript = formats.read(data, path=str(path))
+    assert transcript.format == fmt
+    assert formats.write(transcript, counter=COUNTER) == data
+    return transcript

@@ -12,6 +12,7 @@ from ctxpack.errors import InputError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.formats.openai import OpenAILayout
 from tests.conftest import COUNTER, OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
+from tests.test_formats_support import round_trip
 
 BIG = 2**70
 AWKWARD_LINES = [
@@ -30,10 +31,7 @@ def _read(data: bytes, **options: object) -> formats.Transcript:  # type: ignore
 
 @pytest.mark.parametrize("path", OPENAI_FIXTURES, ids=lambda p: p.name)
 def test_real_fixtures_round_trip_byte_identical(path: Path) -> None:
-    data = path.read_bytes()
-    transcript = formats.read(data, path=str(path))
-    assert transcript.format == "openai"
-    assert formats.write(transcript, counter=COUNTER) == data
+    round_trip(path, "openai")
 
 
 def test_record_files_are_found_without_options() -> None:

@@ -136,13 +136,7 @@ def compress(
     report_file = ctx.params["report_file"]
     if len(inputs) == 1 and not any(Path(p).is_dir() for p in paths if p != files.STDIO):
         source = inputs[0][0]
-        job = opts.file_job(
-            ctx,
-            resolved,
-            source=source,
-            output=opts.output_target(source, output),
-            named=output is None,
-        )
+        job = opts.single_job(ctx, resolved, source=source, output=output)
         compact_one(
             job,
             stage=stage,

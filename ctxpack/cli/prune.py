@@ -66,12 +66,11 @@ def prune(
     if json_out and output == files.STDIO:
         raise UsageError("--json prints the plan on stdout; write the transcript with -o FILE")
     resolved = opts.resolve(ctx)
-    job = opts.file_job(
+    job = opts.single_job(
         ctx,
         resolved,
         source=path,
-        output=opts.output_target(path, output),
-        named=output is None,
+        output=output,
         write=not dry_run and not (json_out and output is None),
     )
     stage = Prune(

@@ -209,6 +209,19 @@ def counter(ctx: typer.Context, resolved: config.Resolved) -> TokenCounter:
     return TokenCounter(encoding=resolved["encoding"], estimate=ctx.params["estimate"])
 
 
+def single_job(
+    ctx: typer.Context,
+    resolved: config.Resolved,
+    *,
+    source: str,
+    output: str | None,
+    write: bool = True,
+) -> FileJob:
+    """The job of a command on one file, written where `-o` says or where ctxpack names it."""
+    target = output_target(source, output)
+    return file_job(ctx, resolved, source=source, output=target, named=output is None, write=write)
+
+
 def file_job(
     ctx: typer.Context,
     resolved: config.Resolved,

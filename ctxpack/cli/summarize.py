@@ -121,13 +121,7 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
             _dump_prompt(transcript, counter=counter, settings=settings, plan=document)
             return
         compact_one(
-            opts.file_job(
-                ctx,
-                resolved,
-                source=path,
-                output=opts.output_target(path, output),
-                named=output is None,
-            ),
+            opts.single_job(ctx, resolved, source=path, output=output),
             stage=Summarize(settings, plan=document, require_previous=require_previous),
             model=settings.llm.model if settings.llm else None,
             report_file=ctx.params["report_file"],
