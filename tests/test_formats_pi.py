@@ -77,24 +77,28 @@ def _compress(source: Path, out: Path, *, extra: tuple[str, ...] = ()) -> bytes:
     return out.read_bytes()
 
 
-def test_a_v3_compaction_is_a_compaction_entry_pi_loads(tmp_path: Path) -> None:
+def test_a_v3_compaction_is_a_record_message_between_head_and_tail(tmp_path: Path) -> None:
     out = _compress(V3, tmp_path / "out.jsonl")
     entries = _lines(out)
-    [compaction] = [e for e in entries if e["type"] == "compaction"]
+    assert not [e for e in entries if e["type"] == "compaction"]
+    [record] = [
+        e
+        for e in entries
+        if e["type"] == "message" and markers.is_summary(e["message"])  # type: ignore[arg-type]
+    ]
     by_id = {e["id"]: e for e in entries[1:]}
-    # One chain from the last entry back to the root, through the compaction.
+    # One chain from the last entry back to the root, through the record.
     chain, entry = [], entries[-1]
     while entry is not None:
         chain.append(entry["id"])
         entry = by_id.get(entry["parentId"])
-    assert len(chain) == len(entries) - 1 and compaction["id"] in chain
-    assert compaction["firstKeptEntryId"] in by_id
-    assert markers.is_summary({"role": "user", "content": compaction["summary"]})
-    written = formats.read(out, path="out.jsonl")
-    msgs = written.sessions[0].messages
-    assert markers.is_summary(msgs[0]) and len(msgs) < len(
-        formats.read(V3.read_bytes(), path="x").sessions[0].messages
-    )
+    assert len(chain) == len(entries) - 1 and record["id"] in chain
+    original = formats.read(V3.read_bytes(), path="x").sessions[0].messages
+    msgs = formats.read(out, path="out.jsonl").sessions[0].messages
+    # The user's first task comes first, then the record, then the tail.
+    first_user = next(msg for msg in original if msg["role"] == "user")
+    assert msgs.index(first_user) < next(i for i, msg in enumerate(msgs) if markers.is_summary(msg))
+    assert len(msgs) < len(original)
     assert toolpairs.orphans(msgs) == ([], [])
 
 

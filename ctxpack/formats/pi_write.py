@@ -3,11 +3,11 @@
 Lines off the conversation path (other branches), the header and entries
 that carry no message stay byte for byte; a changed message rewrites its
 entry's `message` in place; a dropped one's entry leaves the file. A new
-summary is written the way pi loads one: in a version-3 session a
-`compaction` entry just before the first kept tail entry, whose
-`firstKeptEntryId` is the first kept entry before it (pi shows the summary
-first, then those entries, then the tail); in the older layout a user
-message entry in the same place. What it replaces leaves the path (ctxpack's
+summary is a user message entry just before the first kept tail entry, in
+both layouts. Not a `compaction` entry: pi puts a compaction's summary before
+every entry it keeps, so the head (the user's first task) would follow the
+record; a message keeps head, record, tail in the order they happened, and a
+later compaction finds the record again in place. What it replaces leaves the path (ctxpack's
 archive keeps it): earlier compactions and the entries they hid. The path is
 relinked so each kept entry's `parentId` is the entry before it; an older
 layout compaction that stays gets its `firstKeptEntryIndex` recounted.
@@ -59,7 +59,7 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
         entry = doc.objs[index] or {}
         orig = line_of.get(index)
         if cut is not None and index == tail_line:
-            seq.append((None, _summary_entry(items[cut][0], seq, version, stamp, counter, session)))
+            seq.append((None, _summary_entry(items[cut][0], version, stamp)))
         # pi honours only the latest compaction on the path: a new summary
         # replaces every earlier one and the entries they hid.
         if cut is not None and (entry.get("type") == "compaction" or index in ctx.hidden):
@@ -75,7 +75,7 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
         else:
             seq.append((index, {**entry, "message": pi_message(new, entry.get("message"))}))
     if cut is not None and tail_line is None:
-        seq.append((None, _summary_entry(items[cut][0], seq, version, stamp, counter, session)))
+        seq.append((None, _summary_entry(items[cut][0], version, stamp)))
     _relink(doc, seq, version, edits)
     return edits.apply(doc)
 
@@ -95,28 +95,13 @@ def _fresh(messages: list[Message], stamp: str) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _summary_entry(
-    msg: Message,
-    seq: list[tuple[int | None, Entry]],
-    version: int,
-    stamp: str,
-    counter: TokenCounter,
-    session: Any,
-) -> Entry:
+def _summary_entry(msg: Message, version: int, stamp: str) -> Entry:
     text = m.text(msg)
+    entry: Entry = {"type": "message", "timestamp": stamp, "message": _user(text, stamp)}
     if version < 2:
-        return {"type": "message", "timestamp": stamp, "message": _user(text, stamp)}
-    kept = [e for _, e in seq if e.get("type") in ("message", "custom_message", "branch_summary")]
-    return {
-        "type": "compaction",
-        "id": hashlib.sha256(text.encode("utf-8")).hexdigest()[:8],
-        "parentId": None,
-        "timestamp": stamp,
-        "summary": text,
-        # Filled in by _relink once the entry after the compaction is known.
-        "firstKeptEntryId": kept[0].get("id") if kept else None,
-        "tokensBefore": counter.messages([o for o, _ in session.originals]),
-    }
+        return entry
+    # _relink sets parentId once the entry before it is known.
+    return {"id": hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], "parentId": None, **entry}
 
 
 def _relink(
