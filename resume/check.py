@@ -26,8 +26,9 @@ RECORD = "[ctxpack: compacted history"
 TIMEOUT = 150.0
 CONTEXT_LENGTHS = (2000, 4000, 8000, 16000)
 WARNING = re.compile(r"warn|error|skipping|invalid|fail|could not|unable", re.IGNORECASE)
-# resume/fixtures holds sessions the real clients wrote against the stub; they
-# join fixtures/ (and the golden tests) once ctxpack reads every one of them.
+# resume/fixtures holds sessions only this check resumes (a client's own
+# session made against the stub, a large real pi session), kept out of the
+# every-fixture tests for their size.
 FIXTURES = {
     name: sorted(
         [
