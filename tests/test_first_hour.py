@@ -238,3 +238,21 @@ def test_batch_rows_shorten_long_names_in_the_middle(tmp_path: Path) -> None:
     result = runner.invoke(app, [*COMPRESS, str(src), "-o", str(tmp_path / "o")], terminal_width=80)
     rows = [line for line in result.stderr.splitlines() if "a-very" in line]
     assert len(rows) == 1 and "…" in rows[0] and rows[0].split()[0].endswith("22.jsonl")
+
+
+def test_one_tool_action_reads_in_the_singular() -> None:
+    from ctxpack.summarize.offline.scan import scan
+    from ctxpack.summarize.offline.sections import PROGRESS_RE, build
+    from tests.builders import call, result
+
+    middle = [
+        {"role": "user", "content": "List the files."},
+        call("c1", "bash", {"command": "ls"}),
+        result("c1", "a.py"),
+    ]
+    snapshot = [
+        i.text
+        for i in build(scan(middle), date=None, focus=None, start=1)["Historical Task Snapshot"]
+    ]
+    [progress] = [line for line in snapshot if PROGRESS_RE.match(line)]
+    assert progress.startswith("- 1 tool action was recorded (0 failed); the last: Ran `ls`")

@@ -4,6 +4,7 @@ read as history, not as orders."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from ctxpack.facts.match import collapse
@@ -19,7 +20,8 @@ MENTIONED = "mentioned"
 VALUES_PER_LINE = 8
 RECENT_COMMANDS = 3
 LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
-PROGRESS_MARK = " tool actions were recorded"
+# The snapshot's progress line, in either number, so an update can replace it.
+PROGRESS_RE = re.compile(r"^- \d[\d,]* tool actions? (?:was|were) recorded")
 
 
 def quote(text: str) -> str:
@@ -102,7 +104,8 @@ def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action
     if done:
         failed = sum(1 for a in done if a.failed)
         last = done[-1].line()
-        items.append(Item(f"- {len(done)}{PROGRESS_MARK} ({failed} failed); the last: {last}"))
+        recorded = "tool action was" if len(done) == 1 else "tool actions were"
+        items.append(Item(f"- {len(done)} {recorded} recorded ({failed} failed); the last: {last}"))
     if focus and focus.strip():
         items.append(Item(f"- This record concentrates on: {clip(focus, 120)}."))
     if not items:

@@ -21,7 +21,7 @@ from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
     MENTIONED,
-    PROGRESS_MARK,
+    PROGRESS_RE,
     file_items,
     ordered_marks,
     unique,
@@ -71,8 +71,10 @@ def merge_previous(
     snapshot = new["Historical Task Snapshot"]
     if not scan.asks:
         # The earlier request still stands; the earlier progress line does not.
-        progress = any(PROGRESS_MARK in item.text for item in snapshot)
-        kept = [t for t in old["Historical Task Snapshot"] if not (progress and PROGRESS_MARK in t)]
+        progress = any(PROGRESS_RE.match(item.text) for item in snapshot)
+        kept = [
+            t for t in old["Historical Task Snapshot"] if not (progress and PROGRESS_RE.match(t))
+        ]
         snapshot = unique(_old(kept), snapshot)
     merged["Historical Task Snapshot"] = snapshot
     merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
