@@ -46,7 +46,10 @@ _OPENHANDS_SUFFIX = re.compile(
 _SWE_FOOTER = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
 _CLAUDE_EXIT = re.compile(r"\AExit code:? -?\d+\n")
 _ERROR_TAG = re.compile(r"</?tool_use_error>")
-_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+# A note the client injects into a turn (Claude Code's system reminders): never
+# the tool's output, nor the user's words.
+REMINDER_BLOCK = r"<system-reminder>.*?</system-reminder>"
+_REMINDER = re.compile(r"\n*" + REMINDER_BLOCK + r"\s*", re.DOTALL)
 # A recognised error line; group 1 is the error text.
 _ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
         [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
