@@ -1,7 +1,8 @@
 """Print the README's retention table: `ctxpack compress --offline --force
 --context-length N` on every real transcript, then `ctxpack eval` of the
 result: the facts of the compacted region (every original message not kept
-verbatim, pruned outputs included), per file and pooled.
+verbatim, pruned outputs included) and the region's token ratio (what replaced
+it over its own tokens), per file and pooled by sum.
 
     python bench/retention.py                      # fixtures/, 32,000-token window
     python bench/retention.py ../shared/real-transcripts --context-length 32000
@@ -59,6 +60,12 @@ def _cells(report: EvalReport) -> str:
     for key in SHOWN:
         found, kept = report.found(key), report.kept(key)
         cells.append(f"{kept}/{found} ({kept / found:.0%})" if found else "–")
+    if report.region_tokens_before:
+        cells.append(f"{report.region_tokens_before:,} → {report.region_tokens_after:,}")
+        cells.append(f"{report.region_ratio:.2f}")
+    else:
+        cells += ["–", "–"]
+    cells.append(f"{report.ratio:.2f}")
     return " | ".join(cells)
 
 
@@ -70,8 +77,8 @@ def main() -> None:
     counter = TokenCounter()
     cache = FactCache()
     reports = []
-    print("| transcript | " + " | ".join(SHOWN) + " | token ratio |")
-    print("|---|" + "---|" * len(SHOWN) + "---|")
+    print("| transcript | " + " | ".join(SHOWN) + " | region tokens | region ratio | file ratio |")
+    print("|---|" + "---|" * len(SHOWN) + "---|---|---|")
     for path in transcripts(args.roots):
         try:
             report = measure(path, counter=counter, context_length=args.context_length, cache=cache)
@@ -80,9 +87,9 @@ def main() -> None:
             continue
         reports.append(report)
         name = f"{path.parent.name}/{path.name}"
-        print(f"| {name} | {_cells(report)} | {report.ratio:.2f} |")
+        print(f"| {name} | {_cells(report)} |")
     whole = combine(reports, label="pooled")
-    print(f"| **pooled ({len(reports)} files)** | {_cells(whole)} | {whole.ratio:.2f} |")
+    print(f"| **pooled ({len(reports)} files)** | {_cells(whole)} |")
 
 
 if __name__ == "__main__":

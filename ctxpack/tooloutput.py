@@ -50,11 +50,14 @@ _ERROR_TAG = re.compile(r"</?tool_use_error>")
 # the tool's output, nor the user's words.
 REMINDER_BLOCK = r"<system-reminder>.*?</system-reminder>"
 _REMINDER = re.compile(r"\n*" + REMINDER_BLOCK + r"\s*", re.DOTALL)
-# A recognised error line; group 1 is the error text.
+# A recognised error line; group 1 is the error text. An exception's class is
+# capitalised (after any module path), and a lower-case "error:" opening an
+# object literal or a list item ("isError: true," "error: { type: ... },") is
+# code being read, not an error.
 _ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
-        [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
+        (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?
       | Error:\s.+
-      | error(?:\[E\d{4}\])?:\s.+
+      | error(?:\[E\d{4}\])?:\s(?![{\[])(?!.*,$).+
       | FAILED\s.+
       | fatal:\s.+
       | npm\sERR!.*

@@ -84,6 +84,28 @@ def test_tables_on_stderr_and_nothing_on_stdout(openhands_compacted: Path) -> No
     assert "tokens 3,515 →" in result.stderr
 
 
+def test_region_tokens_are_the_librarys(openhands_compacted: Path) -> None:
+    """eval's region ratio is the library's evaluate(), through the CLI."""
+    from ctxpack.evaluate.retention import combine, evaluate_transcripts
+    from ctxpack.tokens.counter import TokenCounter
+
+    before = formats.read(OPENHANDS.read_bytes(), path=str(OPENHANDS))
+    after = formats.read(openhands_compacted.read_bytes(), path=str(openhands_compacted))
+    library = combine(evaluate_transcripts(before, after, counter=TokenCounter()))
+    code, data = eval_json(str(OPENHANDS), str(openhands_compacted))
+    assert code == 0
+    total = data["total"]
+    assert total["region_tokens_before"] == library.region_tokens_before > 0
+    assert total["region_tokens_after"] == library.region_tokens_after > 0
+    assert total["region_ratio"] == library.region_ratio < total["ratio"]
+    result = runner.invoke(app, ["eval", str(OPENHANDS), str(openhands_compacted)])
+    line = (
+        f"region tokens {library.region_tokens_before:,} → {library.region_tokens_after:,} "
+        f"({library.region_ratio:.1%}"
+    )
+    assert line in result.stderr
+
+
 def test_per_category_gate_passes(openhands_compacted: Path) -> None:
     result = runner.invoke(
         app,

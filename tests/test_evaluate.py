@@ -17,6 +17,7 @@ from ctxpack.evaluate.gate import gate, parse_min_retention
 from ctxpack.evaluate.retention import (
     CATEGORIES,
     EvalReport,
+    combine,
     evaluate,
     evaluate_transcripts,
     retention_summary,
@@ -252,6 +253,9 @@ def test_to_dict_and_retention_summary_keys(counter: TokenCounter) -> None:
         "messages_before",
         "messages_after",
         "region_messages",
+        "region_tokens_before",
+        "region_tokens_after",
+        "region_ratio",
         "tokens_before",
         "tokens_after",
         "ratio",
@@ -274,6 +278,9 @@ def test_to_dict_and_retention_summary_keys(counter: TokenCounter) -> None:
     short = retention_summary(report)
     assert set(short) == {
         "region_messages",
+        "region_tokens_before",
+        "region_tokens_after",
+        "region_ratio",
         "region",
         "transcript",
         "found",
@@ -444,3 +451,45 @@ def test_cli_help_names_every_category() -> None:
 
     source = (Path(__file__).parent.parent / "ctxpack" / "cli" / "eval.py").read_text()
     assert all(name in source for name in CATEGORIES)
+
+
+# ---- the region's token ratio ------------------------------------------------
+
+
+def _compacted_at_32k(path: Path, counter: TokenCounter) -> tuple[list[Message], list[Message]]:
+    settings = CompressSettings(budget=Budget(context_length=32_000), force=True)
+    before = read(path)
+    after, _ = compress_transcript(before, counter=counter, settings=settings)
+    return before.sessions[0].messages, after.sessions[0].messages
+
+
+def test_region_ratio_is_what_replaced_the_region_over_the_region(counter: TokenCounter) -> None:
+    """The Codex session at a 32,000-token window: the region is every original
+    message that did not come back verbatim; what replaced it is the record and
+    the pruned outputs' one-liners. The system prompt came back with one note
+    line: it is kept, and only the note counts."""
+    before, after = _compacted_at_32k(CODEX, counter)
+    report = evaluate(before, after, counter=counter)
+    assert markers.has_system_note(after[0]) and not markers.has_system_note(before[0])
+    kept = {id(msg) for msg in after}
+    region = [msg for msg in before[1:] if id(msg) not in kept]
+    stand_ins = [msg for msg in after[1:] if not any(msg == old for old in before)]
+    note = counter.message(after[0]) - counter.message(before[0])
+    assert report.region_messages == len(region) > 0
+    assert report.region_tokens_before == counter.messages(region)
+    assert report.region_tokens_after == counter.messages(stand_ins) + note
+    assert sum(markers.is_summary(msg) for msg in stand_ins) == 1
+    assert all(
+        markers.is_summary(msg) or "[ctxpack pruned]" in json.dumps(msg) for msg in stand_ins
+    )
+    # The head and tail kept verbatim hide the region's ratio in the whole file's.
+    assert report.region_ratio < 0.15 < 0.40 < report.ratio
+
+
+def test_region_ratio_pools_by_sum(counter: TokenCounter) -> None:
+    one = evaluate(*_compacted_at_32k(CODEX, counter), counter=counter)
+    two = evaluate(*_compacted_at_32k(HAIKU, counter), counter=counter)
+    both = combine([one, two])
+    assert both.region_tokens_before == one.region_tokens_before + two.region_tokens_before
+    assert both.region_tokens_after == one.region_tokens_after + two.region_tokens_after
+    assert both.region_ratio == round(both.region_tokens_after / both.region_tokens_before, 4)

@@ -360,8 +360,16 @@ def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -
     lines = section.splitlines()
     assert lines[0] == f"## {PRESERVED_FACTS_HEADING}"
     kinds = [line.split(":", 1)[0] for line in lines if line.startswith("- ")]
-    order = ["- Path", "- Command", "- Error", "- ID", "- URL"]
+    # The few, short facts a resumed model cannot look up first; paths last of
+    # the four, as Relevant Files names most of them.
+    order = ["- Error", "- ID", "- Command", "- Path", "- URL"]
     assert kinds == sorted(kinds, key=order.index)
+    tight = preserved_facts_section(middle, "", counter=counter, cap_tokens=120)
+    assert "- Path:" not in tight and tight.endswith("more facts not shown)")
+    assert tight.splitlines()[2:4] == [
+        "- Error: fatal: your current branch 'main' does not have any commits yet",
+        "- ID: 019daa66-5b7b-7b01-b9ce-b527014cc09f",
+    ]
     facts = extract_facts(middle)
     assert missing_facts(facts, section).paths == []
     assert missing_facts(facts, section).commands == []

@@ -161,6 +161,9 @@ def test_pooled_retention_on_the_bundled_transcripts(counter: TokenCounter) -> N
     assert report.retention("errors") >= 0.60
     assert report.kept("identifiers") == 2 and report.found("identifiers") == 2
     assert report.found("commands") >= 20
+    # What replaced the region (record, one-liners, the system note) over the
+    # region's own tokens, pooled by sum.
+    assert report.region_ratio <= 0.30
 
 
 def test_the_record_names_a_pruned_runs_last_error(counter: TokenCounter) -> None:

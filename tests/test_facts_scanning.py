@@ -48,8 +48,8 @@ MONEY = re.compile(r"(?<![\w])[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 DECADE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 ERROR = re.compile(
     r"""^\s*(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
-        [A-Za-z_][\w.]*(?:Error|Exception)(?::\s.*)?
-      | Error:\s.+ | error(?:\[E\d{4}\])?:\s.+ | FAILED\s.+ | fatal:\s.+
+        (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?
+      | Error:\s.+ | error(?:\[E\d{4}\])?:\s(?![{\[])(?!.*,$).+ | FAILED\s.+ | fatal:\s.+
       | npm\sERR!.* | thread\s'[^']*'\spanicked.* | panic:\s.+
     )$""",
     re.MULTILINE | re.VERBOSE,
@@ -119,6 +119,7 @@ PIECES = [
     *("a.py", "src/x.ts", "C:\\x\\y", "http://a.io/b", "e.g.", "~/", "../", "Node.js"),
     *("12345678-1234-1234-1234-123456789abc", "deadbeef1", "a1b2c3d4e5f6a7b8c9d0", "cafebabe"),
     *("Error: x", "FooError", "E ", "FAILED t", "\n\n\n", "exit code 1"),
+    *("isError", "error: ", "{", ",", "mod.", "Exception"),
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 

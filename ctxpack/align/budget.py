@@ -40,6 +40,11 @@ class Budget:
         return int(self.threshold_tokens * ratio)
 
     def summary_budget(self, middle_tokens: int) -> int:
-        """max(2,000, min(20% of the middle, 5% of context, 10,000))."""
-        cap = min(int(0.05 * self.context_length), MAX_SUMMARY_TOKENS)
+        """max(2,000, min(20% of the middle, 40% of the threshold, 10,000)).
+
+        Tied to the threshold, not the window: record and tail together stay
+        well under it, and a long session in a small window is not squeezed
+        into 2,000 tokens (at a 32,000-token window a 900-message session kept
+        4% of the commands it ran)."""
+        cap = min(int(0.40 * self.threshold_tokens), MAX_SUMMARY_TOKENS)
         return max(MIN_SUMMARY_TOKENS, min(int(0.20 * middle_tokens), cap))

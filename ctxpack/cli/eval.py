@@ -184,6 +184,10 @@ def _render(original: str, compacted: str, reports: list[EvalReport]) -> None:
         f"tokens {total.tokens_before:,} → {total.tokens_after:,} "
         f"({total.ratio:.1%} of the original){summary}"
     )
+    console.print(
+        f"region tokens {total.region_tokens_before:,} → {total.region_tokens_after:,} "
+        f"({total.region_ratio:.1%}: what replaced the compacted messages over their own)"
+    )
 
 
 def _retention_table(report: EvalReport) -> Table:

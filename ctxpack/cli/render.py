@@ -208,17 +208,22 @@ def _retention_line(sessions: list[Any]) -> str:
     """Kept/found per fact category over the compacted turns of every session."""
     found: dict[str, int] = {}
     missing: dict[str, int] = {}
+    before = after = 0
     for s in sessions:
         if not s.retention:
             continue
         for key, n in s.retention["found"].items():
             found[key] = found.get(key, 0) + n
             missing[key] = missing.get(key, 0) + s.retention["missing"][key]
+        before += s.retention["region_tokens_before"]
+        after += s.retention["region_tokens_after"]
     parts = [
         f"{key} {found[key] - missing[key]}/{found[key]}"
         for key in found
         if found[key] and key != "overall"
     ]
+    if before:
+        parts.append(f"region {before:,} → {after:,} tokens")
     return ", ".join(parts)
 
 

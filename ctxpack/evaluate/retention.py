@@ -8,6 +8,14 @@ pruned output or shrunk call around it. Facts of messages that survived
 verbatim are kept trivially; the region's facts are the ones at risk. A call
 that no result answers never ran: it holds no facts. `compress` reports the
 same numbers ("facts kept"), computed here.
+
+A message that comes back with nothing but our system note or our record added
+is kept: the region's token ratio sets what stands in for the region (every
+output message that is not an original one: the record, placeholders,
+one-liners, shrunk calls; of a carried message only what was added) against
+the region's original tokens, so a system prompt that gained one line counts
+as that line. The whole-file ratio hides all this behind the head and tail
+kept verbatim.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from ctxpack.facts.extract import (
 from ctxpack.facts.match import Haystack
 from ctxpack.redact import mask
 from ctxpack.report import ratio
+from ctxpack.summarize.assemble import without_merged_summary, without_system_note
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Transcript
 
@@ -82,12 +91,19 @@ class EvalReport:
     messages_before: int
     messages_after: int
     region_messages: int
+    region_tokens_before: int = 0
+    region_tokens_after: int = 0
     summary_tokens: int = 0
     sessions: int = 1
 
     @property
     def ratio(self) -> float:
         return ratio(self.tokens_after, self.tokens_before)
+
+    @property
+    def region_ratio(self) -> float:
+        """Tokens of what replaced the region over the region's own, pooled by sum."""
+        return ratio(self.region_tokens_after, self.region_tokens_before)
 
     @property
     def failed_checks(self) -> list[Check]:
@@ -126,6 +142,9 @@ class EvalReport:
             "messages_before": self.messages_before,
             "messages_after": self.messages_after,
             "region_messages": self.region_messages,
+            "region_tokens_before": self.region_tokens_before,
+            "region_tokens_after": self.region_tokens_after,
+            "region_ratio": self.region_ratio,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "ratio": self.ratio,
@@ -141,6 +160,9 @@ def retention_summary(report: EvalReport) -> dict[str, Any]:
     keys = (*CATEGORIES, OVERALL)
     return {
         "region_messages": report.region_messages,
+        "region_tokens_before": report.region_tokens_before,
+        "region_tokens_after": report.region_tokens_after,
+        "region_ratio": report.region_ratio,
         "region": {key: report.retention(key) for key in keys},
         "transcript": {key: report.retention(key, scope="transcript") for key in keys},
         "found": {key: report.found(key) for key in keys},
@@ -187,12 +209,15 @@ def evaluate(
 ) -> EvalReport:
     """Compare one session before and after compaction."""
     cache = cache or FactCache()
-    survivors = MessageSet(compacted)
+    originals = MessageSet(original)
+    carried, added = _carried(compacted, originals, counter=counter)
+    survivors = MessageSet([*compacted, *carried])
     ran = ran_only(original)
-    region = [now for msg, now in zip(original, ran, strict=True) if msg not in survivors]
+    replaced = [msg not in survivors for msg in original]
+    region = [now for now, gone in zip(ran, replaced, strict=True) if gone]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
-    summaries = written_summaries(compacted, MessageSet(original))
+    summaries = written_summaries(compacted, originals)
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
@@ -208,8 +233,33 @@ def evaluate(
         messages_before=len(original),
         messages_after=len(compacted),
         region_messages=len(region),
+        region_tokens_before=counter.messages(
+            [msg for msg, gone in zip(original, replaced, strict=True) if gone]
+        ),
+        region_tokens_after=added,
         summary_tokens=summary_tokens,
     )
+
+
+def _carried(
+    compacted: list[Message], originals: MessageSet, *, counter: TokenCounter
+) -> tuple[list[Message], int]:
+    """Original messages that came back with only our system note or our record
+    added to them (kept, as far as the region goes), and the tokens of every
+    output message that is not an original one, less the carried part."""
+    carried: list[Message] = []
+    added = 0
+    for msg in compacted:
+        if msg in originals:
+            continue
+        added += counter.message(msg)
+        own = without_system_note(msg)
+        if own is msg:
+            own = without_merged_summary(msg) or msg
+        if own is not msg and own in originals:
+            carried.append(own)
+            added -= counter.message(own)
+    return carried, added
 
 
 def evaluate_transcripts(
@@ -254,6 +304,8 @@ def combine(reports: list[EvalReport], *, label: str = "all") -> EvalReport:
         messages_before=sum(r.messages_before for r in reports),
         messages_after=sum(r.messages_after for r in reports),
         region_messages=sum(r.region_messages for r in reports),
+        region_tokens_before=sum(r.region_tokens_before for r in reports),
+        region_tokens_after=sum(r.region_tokens_after for r in reports),
         summary_tokens=sum(r.summary_tokens for r in reports),
         sessions=sum(r.sessions for r in reports),
     )

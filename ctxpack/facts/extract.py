@@ -67,7 +67,7 @@ class Facts:
 
 
 # The preserved-facts section lists these, most important first.
-PRESERVED_ORDER = ("paths", "commands", "errors", "identifiers", "urls", "directives")
+PRESERVED_ORDER = ("errors", "identifiers", "commands", "paths", "urls", "directives")
 _LABELS = {
     "paths": "Path",
     "commands": "Command",

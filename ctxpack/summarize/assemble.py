@@ -102,6 +102,17 @@ def _note_system(head: list[Message]) -> list[Message]:
     return head
 
 
+def without_system_note(msg: Message) -> Message:
+    """A message as it was before `_note_system` added the compaction note."""
+    content = msg.get("content")
+    note = {"type": "text", "text": SYSTEM_NOTE}
+    if isinstance(content, list) and content and content[-1] == note:
+        return {**msg, "content": content[:-1]}
+    if isinstance(content, str) and content.endswith(f"\n\n{SYSTEM_NOTE}"):
+        return {**msg, "content": content[: -len(SYSTEM_NOTE) - 2]}
+    return msg
+
+
 def _append_text(content: Any, text: str) -> Any:
     """Content with `text` after what was there (a new text part for part lists)."""
     if isinstance(content, list):
