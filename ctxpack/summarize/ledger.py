@@ -21,6 +21,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.markers import is_summary
 from ctxpack.redact import mask
+from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
 from ctxpack.summarize.statements import Change, changes, classified
 from ctxpack.summarize.template import parse
@@ -125,13 +126,15 @@ class Entry:
     text: str  # one line, secrets masked
     constraint: bool
     informative: int  # 0: an acknowledgement, 1: a plain message, 2: it states something
+    raw: str  # as the user sent it, masked, lines kept: where the pasted blocks are
 
 
 def entry(text: str) -> Entry:
-    line = mask(collapse(text))
-    kinds = classified(line)
+    raw = mask(text)
+    line = collapse(raw)
+    kinds = classified(raw)
     informative = 0 if _is_ack(line) else 2 if kinds else 1
-    return Entry(line, any(kind == "constraint" for kind, _ in kinds), informative)
+    return Entry(line, any(kind == "constraint" for kind, _ in kinds), informative, raw)
 
 
 def _is_ack(line: str) -> bool:
@@ -157,11 +160,12 @@ class Ledger:
     def __init__(self, previous: Sequence[str], new: Sequence[str]) -> None:
         # An exact repeat keeps its latest place: that is when it was last meant.
         latest: dict[str, int] = {}
-        lines = [e.text for e in map(entry, [*previous, *new])]
-        for index, line in enumerate(lines):
-            latest[line.lower()] = index
-        self.entries = [entry(lines[i]) for i in sorted(latest.values())]
-        self.changes = changes([e.text for e in self.entries])
+        entries = [entry(text) for text in [*previous, *new]]
+        for index, found in enumerate(entries):
+            latest[found.text.lower()] = index
+        self.entries = [entries[i] for i in sorted(latest.values())]
+        # Values change only in what the user wrote, never in what they pasted.
+        self.changes = changes([prose(e.raw) for e in self.entries])
 
     @classmethod
     def of(cls, *, middle: Sequence[Message], previous_summary: str | None) -> Ledger:

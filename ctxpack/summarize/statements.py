@@ -4,7 +4,8 @@ makes the earlier one superseded.
 
 Classification reads labels ("HARD CONSTRAINT:", "Note:", "FYI"), modal words
 anywhere in the sentence and values of every shape; nothing depends on a
-keyword being the first word."""
+keyword being the first word. Only what the user wrote is read: a pasted
+screen, listing or trace states no goal and changes no value."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ctxpack.facts.text import sentences, values_in
+from ctxpack.summarize.pasted import prose
 
 Kind = Literal["constraint", "goal", "fact"]
 
@@ -248,9 +250,10 @@ def kind_of(sentence: str) -> Kind | None:
 
 
 def classified(text: str) -> list[tuple[Kind, str]]:
-    """Every sentence of a user message that has a kind, with it, in order."""
+    """Every sentence the user wrote in a message (not what they pasted) that
+    has a kind, with it, in order."""
     out: list[tuple[Kind, str]] = []
-    for sentence in sentences(text):
+    for sentence in sentences(prose(text)):
         kind = kind_of(sentence)
         if kind is not None:
             out.append((kind, sentence))
@@ -334,7 +337,7 @@ def changes(statements: Sequence[str]) -> dict[int, list[Change]]:
     changed: what it set and what is current now. The latest word wins; within
     one statement only a named value (a version, a phase) can replace another
     ("from Python 3.11 to Python 3.12"), as two dates there are more likely a range."""
-    flat = [(i, value) for i, text in enumerate(statements) for value in values_of(text)]
+    flat = [(i, value) for i, text in enumerate(statements) for value in values_of(prose(text))]
     out: dict[int, list[Change]] = {}
     for k, (i, old) in enumerate(flat):
         latest = None

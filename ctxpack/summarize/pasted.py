@@ -1,0 +1,67 @@
+"""What of a user's message the user wrote, as against what they pasted into
+it: terminal screens, listings, tables, stack traces, code blocks. The ledger
+carries a pasted block with the rest of the message (it is the user's to show);
+only the prose is read for goals, constraints, facts and changed values: a
+box-drawn dialog or a crash log states nothing the user asked for."""
+
+from __future__ import annotations
+
+import re
+
+from ctxpack.facts.text import sentences
+
+# Characters a person does not type in prose: box drawing and blocks, tree
+# branches, braille spinners, the check marks and prompts of terminal tools.
+_SCREEN_CHARS = "\u2500-\u259f\u2800-\u28ff✔✖✓✗❯➜⎿"
+_SCREEN = re.compile(f"[{_SCREEN_CHARS}]")
+_PASTED_LINE = re.compile(
+    r"""^\s*(?:
+        \|.*\|                                  # a table row
+      | at\s+\S+.*:\d+\)?                       # a JavaScript or Java stack frame
+      | File\s".*",\sline\s\d+.*                # a Python stack frame
+      | Traceback\s\(most\srecent\scall\slast\):
+      | [-dlcbps][rwxsStT-]{9}[.@+]?\s.*        # ls -l
+      | \$\s\S.*                                # a shell prompt
+      | [{}\[\]]+,?                             # a brace alone on its line
+    )\s*$""",
+    re.VERBOSE,
+)
+# Text laid out in columns: two gaps of four spaces or more between words.
+_COLUMNS = re.compile(r"\S {4,}\S.*\S {4,}\S")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+def pasted_line(line: str) -> bool:
+    return bool(_SCREEN.search(line) or _PASTED_LINE.match(line) or _COLUMNS.search(line))
+
+
+def prose(text: str) -> str:
+    """`text` without its pasted blocks: fenced code, and every paragraph that
+    holds a pasted line, less the prose lines before it that introduce it ("So
+    this:"). A text of one line (a ledger entry) keeps its sentences that have
+    no screen characters."""
+    if "\n" not in text:
+        return " ".join(s for s in sentences(text) if not _SCREEN.search(s))
+    kept: list[str] = []
+    for paragraph in _PARAGRAPH.split(_unfenced(text)):
+        lines = [line for line in paragraph.split("\n") if line.strip()]
+        flags = [pasted_line(line) for line in lines]
+        if not any(flags):
+            kept.append(paragraph)
+        elif not flags[0]:
+            # Prose lines before the first pasted one stay: the user's framing.
+            kept.append("\n".join(lines[: flags.index(True)]))
+    return "\n\n".join(kept)
+
+
+def _unfenced(text: str) -> str:
+    out: list[str] = []
+    inside = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            inside = not inside
+            out.append("")
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)

@@ -1,0 +1,143 @@
+"""What the user wrote against what they pasted: a terminal screen, a listing,
+a table, a stack trace or a code block in a user message is carried in the
+ledger with the rest of the message, but states no goal, constraint or fact
+and changes no value."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxpack import formats, markers
+from ctxpack.align.budget import Budget
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
+from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger
+from ctxpack.summarize.pasted import pasted_line, prose
+from ctxpack.summarize.statements import classified
+from ctxpack.summarize.template import parse
+from ctxpack.tokens.counter import TokenCounter
+from tests.conftest import SHARED
+
+GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "╭──────────────────────────────╮",
+        "│ Step 2: Team Roster            Selected: 0 │",
+        "├───src/",
+        "└───package.json",
+        "⠇ Working... (esc to interrupt)",
+        "✔ Backed up original state in git stash (e17ec2d3d)",
+        "➜  pi-mono git:(main) ✗ npx tsx packages/coding-agent/src/cli.ts -r",
+        "| name | must | region |",
+        "    at setTheme (packages/coding-agent/src/theme/theme.ts:88:11)",
+        '  File "app/main.py", line 12, in <module>',
+        "Traceback (most recent call last):",
+        "-rw-r--r--  1 me  staff  120 Apr  6 10:01 README.md",
+        "$ npm run check",
+        "},",
+        "main.py      must      never",
+    ],
+)
+def test_pasted_lines(line: str) -> None:
+    assert pasted_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "You must never push to main.",
+        "- [ ] keep the API stable",
+        "> as you said earlier, use Python 3.11",
+        "So this:",
+        "Budget cap is $500 total.",
+        "Deploy to us-west-2 by 2026-11-15 (JUDGE-004).",
+        "a | b",
+    ],
+)
+def test_prose_lines(line: str) -> None:
+    assert not pasted_line(line)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # A pasted table row says "must": only the user's own line counts.
+        ("Keep it short.\n\n| rule | must |\n|---|---|\n| push | never |", ["constraint"]),
+        # The sentence that introduces the paste stays; the paste goes.
+        ("It must not crash on this:\n╭────╮\n│ You should always X │\n╰────╯", ["constraint"]),
+        # A code block's comment is code, whatever it says.
+        ("```python\n# must always be sorted\nx = sorted(x)\n```\nWhat does this do?", []),
+        # A crash log: paths and versions in it are no facts the user stated.
+        (
+            "it crashed\n\nTypeError: x is undefined\n    at load (src/theme.ts:12:3)\n"
+            "    at main (src/cli.ts:40:1)",
+            [],
+        ),
+        # A listing that names a goal word is not a goal.
+        ("├───goal.md\n├───phase-3-of-6.md\n└───status.txt", []),
+        # Prose with no paste is read as before.
+        ("HARD CONSTRAINT: Do not push to main.\nWe are on phase 4 of 6.", ["constraint", "goal"]),
+    ],
+)
+def test_only_prose_is_classified(text: str, kinds: list[str]) -> None:
+    assert [kind for kind, _ in classified(text)] == kinds
+
+
+def test_a_paste_changes_no_value() -> None:
+    """A later message's pasted trace names another path: the path the user
+    gave stays current."""
+    ledger = Ledger(
+        [],
+        [
+            "The theme file is /repo/src/theme/theme.ts",
+            "it crashed:\n\n    at load (/repo/src/cli.ts:12:3)\n    at x (/repo/src/a.ts:1:1)",
+            "Use the config at /repo/conf/base.json, later /repo/conf/prod.json",
+        ],
+    )
+    assert ledger.superseded() == {}
+    moved = Ledger([], ["The theme is /repo/src/theme/theme.ts", "The theme is /repo/t.ts"])
+    assert moved.superseded() == {"/repo/src/theme/theme.ts": "/repo/t.ts"}
+
+
+def test_a_ledger_entry_of_one_line_drops_screen_sentences() -> None:
+    """An earlier record's entry is one collapsed line: its box-drawn sentences
+    are still not read."""
+    line = "So this: Step 3: Team Objective │ │ Define what this team does. Should show markers."
+    assert prose(line) == "Should show markers."
+
+
+@pytest.mark.skipif(not GEMINI.exists(), reason=f"shared transcripts not found at {SHARED}")
+def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounter) -> None:
+    """The real Gemini CLI session at a 32,000-token window: the user pasted the
+    team-creation dialog (box-drawn) twice and a build log once. The record's
+    Goal and Constraints hold the user's own sentences only; the ledger carries
+    each message, pastes included, cut head and tail."""
+    original = formats.read(GEMINI.read_bytes(), path=str(GEMINI))
+    settings = CompressSettings(budget=Budget(context_length=32_000), force=True)
+    result, _ = compress_transcript(original, counter=counter, settings=settings)
+    record = next(
+        markers.summary_body(msg) for msg in result.sessions[0].messages if markers.is_summary(msg)
+    )
+    sections = parse(record)
+    assert sections["Goal"] == [
+        '- The user first asked: "agent teams shouldn\'t persist, I want it to ask me every boot"'
+    ]
+    assert sections["Constraints & Preferences"] == [
+        '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"',
+        "- The user said: \"'Tab to toggle List/Action' doesn't feel like the right verbiage to "
+        'finalize agent selection."',
+        "- The user said: \"I don't want to overhaul the rendering but maybe we drop the borders "
+        'around the agent selection box:"',
+        '- The user said: "In the roster and above the description of the team we should also '
+        'have those provider markers"',
+        '- The user said: "Should show the markers next to the corresponding agent."',
+    ]
+    stated = [line for items in sections.values() for line in items if "The user " in line]
+    assert not any("│" in line or "✔" in line for line in stated)
+    ledger = sections[LEDGER_HEADING]
+    pasted = [line for line in ledger if line.startswith('- "So this: Step 3: Team Objective │')]
+    assert len(pasted) == 1 and "characters cut …]" in pasted[0]
+    assert pasted[0].endswith('they know what provider backs it"')
+    assert not any(line.startswith("- Current: ") for line in ledger)
