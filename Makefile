@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 DEMO_INPUT := fixtures/claude-code/openagents__regex-log__haiku-testgen-v2.jsonl
 DEMO_OUT := demo
 
-.PHONY: install demo test lint typecheck docs cog unit bench clean resume-check resume-clients
+.PHONY: install demo test lint typecheck docs cog unit bench retention clean resume-check resume-clients
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,6 +65,12 @@ resume-check: $(STAMP) $(CLIENTS_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# The README's retention tables: compress --context-length 32000, then eval's
+# region facts and token ratio, on fixtures/ and the shared real transcripts.
+retention: $(STAMP)
+	$(BIN)/python bench/retention.py
+	$(BIN)/python bench/retention.py ../shared/real-transcripts
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUT) .resume .mypy_cache .ruff_cache .pytest_cache .hypothesis
