@@ -85,9 +85,12 @@ def source_messages() -> list[list[dict[str, Any]]]:
     return sessions
 
 
-def build_input(target_bytes: int, path: Path) -> None:
-    """One long session: system prompt once, then real turns with fresh ids."""
+def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
+    """One long session: system prompt once, then real turns with fresh ids,
+    from the `first`-th bundled session on."""
     sessions = source_messages()
+    first %= len(sessions)
+    sessions = sessions[first:] + sessions[:first]
     written = 0
     serial = 0
     with path.open("wb") as out:
@@ -227,13 +230,14 @@ for path in sorted(Path(folder).glob("*.jsonl")):
 
 
 def many_files_row(out: Path, runs: int) -> dict[str, Any]:
-    """500 small sessions (real turns, 5 to 40 KB each) through one
-    `compress DIR --jobs N` call against parsing and tokenizing them all in one process."""
+    """500 small sessions (each one bundled session, in turn, with fresh ids)
+    through one `compress DIR --jobs N` call against parsing and tokenizing them
+    all in one process."""
     folder = out / "many"
     if not folder.is_dir() or len(list(folder.glob("*.jsonl"))) < MANY_FILES:
         folder.mkdir(parents=True, exist_ok=True)
         for number in range(MANY_FILES):
-            build_input(5_000 + (number * 7_919) % 35_000, folder / f"s{number:03d}.jsonl")
+            build_input(1, folder / f"s{number:03d}.jsonl", first=number)
     script = out / "limit.py"
     script.write_text(BASELINE)
     jobs = len(os.sched_getaffinity(0))
@@ -256,6 +260,7 @@ def many_files_row(out: Path, runs: int) -> dict[str, Any]:
     ratio = seconds / base
     row = {
         "files": MANY_FILES,
+        "bytes": sum(p.stat().st_size for p in folder.glob("*.jsonl")),
         "jobs": jobs,
         "seconds": seconds,
         "baseline_s": base,

@@ -64,8 +64,11 @@ def test_shared_transcripts_count_as_tiktoken_counts() -> None:
 # emoji, lone surrogates, apostrophe contractions and whitespace runs: what
 # the split pattern treats differently.
 PIECES = st.sampled_from(
-    ["'s", "'S", "'ll", "'ſ", "\u212a", " ", "  ", "\n", "\r\n", "\t", "123456", "é", "e\u0301"]
-    + ["日本語", "😀", "\ud800", "<|endoftext|>", "Hello", " world", "ÅÆØ", "ǅ", "//", "=="]
+    [
+        *("'s", "'S", "'ll", "'ſ", "\u212a", " ", "  ", "\n", "\r\n", "\t", "123456", "é"),
+        *("e\u0301", "日本語", "😀", "\ud800", "<|endoftext|>", "Hello", " world", "ÅÆØ", "ǅ"),
+        *("//", "=="),
+    ]
 )
 TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=30).map("".join)
 
@@ -84,6 +87,7 @@ def test_a_piece_too_long_to_merge_here_is_left_to_tiktoken() -> None:
 
 def test_a_small_session_never_builds_tiktokens_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
     path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     TokenCounter().messages(_messages(path))
     assert tokens._loaded == {}
@@ -93,11 +97,27 @@ def test_an_input_past_the_small_size_is_counted_by_tiktoken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
     msgs = [{"role": "user", "content": "word " * 1000} for _ in range(SMALL_INPUT_CHARS // 4000)]
     counter = TokenCounter()
     total = counter.messages(msgs)
     assert list(tokens._loaded) == ["o200k_base"]
     assert total == len(msgs) * (_exact("o200k_base", "word " * 1000) + tokens.MESSAGE_OVERHEAD)
+
+
+def test_many_small_files_in_one_process_soon_pay_for_tiktokens_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
+    # 70,000 characters a file: four fit the allowance, the fifth goes past it.
+    file = [{"role": "user", "content": "word " * 1400} for _ in range(10)]
+    files = 0
+    while not tokens._loaded:
+        TokenCounter().messages(file)
+        files += 1
+    assert SMALL_INPUT_CHARS == 300_000
+    assert files == 5
 
 
 @pytest.mark.parametrize(

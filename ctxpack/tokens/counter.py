@@ -69,7 +69,10 @@ CHARS_PER_TOKEN = 4
 PARALLEL_MIN_MESSAGES = 2000
 # Up to about this many characters of text, counting in Python costs less than
 # building tiktoken's encoder (a few tenths of a second) and counting there.
+# The allowance is the process's, not a counter's: a batch of many small files
+# soon pays for the encoder, and then every file is counted by tiktoken.
 SMALL_INPUT_CHARS = 300_000
+_python_chars = {"left": SMALL_INPUT_CHARS}
 
 _TEXT_KIND = {
     "system": "system",
@@ -252,8 +255,6 @@ class TokenCounter:
         # Loaded on first use: a command can read its input before the
         # tokenizer takes its share of memory.
         self._encoding: tiktoken.Encoding | None = None
-        # Characters still to count in Python before tiktoken's encoder pays.
-        self._small_left = SMALL_INPUT_CHARS
         # id(message) -> (total, tokens of each of KINDS): one small tuple per
         # message, as large sessions hold hundreds of thousands. `_alive`
         # keeps every counted message alive, so no id is reused meanwhile.
@@ -295,7 +296,7 @@ class TokenCounter:
         if self.estimate:
             return todo, 1
         if len(todo) < PARALLEL_MIN_MESSAGES:
-            if self._encoding is None and self._chars(todo) > self._small_left:
+            if self._encoding is None and self._chars(todo) > _python_chars["left"]:
                 self._encoder()
             return todo, 1
         self._encoder()  # loaded once here, not once per child
@@ -320,8 +321,11 @@ class TokenCounter:
         if self.estimate:
             return -(-len(text) // CHARS_PER_TOKEN)
         if self._encoding is None:
-            self._small_left -= len(text)
-            if self._small_left >= 0:
+            if self.encoding_name in _loaded:
+                self._encoding = _loaded[self.encoding_name]
+                return len(self._encoding.encode_ordinary(text))
+            _python_chars["left"] -= len(text)
+            if _python_chars["left"] >= 0:
                 tokens = small_counter(self.encoding_name).count(text)
                 if tokens is not None:
                     return tokens
