@@ -7,15 +7,22 @@ baseline (best of --runs each), and divides by that baseline:
 - the raw limit: orjson parse of every line + tiktoken encode_ordinary of every
   model-visible text (what an exact count cannot avoid);
 - for --estimate variants: orjson parse alone;
-- startup: `python -c "import typer"`.
+- startup: `python -c "import typer"`;
+- a single call on a 100 KB session (median of 20): `python -c "import orjson,
+  tiktoken"`, with the import chain of `count` on it;
+- a directory of 500 small sessions through one `compress DIR --jobs N`: the
+  raw limit of all its files in one process.
 
-Prints ratios and targets; writes bench/out/results.json.
+Prints ratios, targets and peak RSS; writes bench/out/results.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import functools
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -60,6 +67,7 @@ print(total)
 """
 
 
+@functools.cache
 def source_messages() -> list[list[dict[str, Any]]]:
     """Sessions of OpenAI messages from the bundled transcripts."""
     sys.path.insert(0, str(ROOT))
@@ -77,9 +85,12 @@ def source_messages() -> list[list[dict[str, Any]]]:
     return sessions
 
 
-def build_input(target_bytes: int, path: Path) -> None:
-    """One long session: system prompt once, then real turns with fresh ids."""
+def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
+    """One long session: system prompt once, then real turns with fresh ids,
+    from the `first`-th bundled session on."""
     sessions = source_messages()
+    first %= len(sessions)
+    sessions = sessions[first:] + sessions[:first]
     written = 0
     serial = 0
     with path.open("wb") as out:
@@ -132,6 +143,140 @@ def paired(cmd: list[str], base: list[str], runs: int) -> tuple[float, float, in
     return min(cmd_times), min(base_times), peak
 
 
+SMALL_BYTES = 100_000
+SMALL_RUNS = 20
+IMPORT_BASE = [sys.executable, "-c", "import orjson, tiktoken"]
+
+
+def small_rows(out: Path) -> dict[str, Any]:
+    """One call on a 100 KB session, the median of 20 in turns with importing
+    orjson and tiktoken (what any exact count starts with)."""
+    path = out / "session-100kb.jsonl"
+    if not path.exists():
+        build_input(SMALL_BYTES, path)
+    cases = [
+        ("count", ["count", str(path)], 3.0),
+        (
+            "compress --offline --force",
+            [
+                *("compress", "--offline", "--force", str(path), "-o", str(out / "s.jsonl")),
+                *("--archive", str(out / "small.db")),
+            ],
+            5.0,
+        ),
+    ]
+    rows: dict[str, Any] = {"bytes": path.stat().st_size}
+    print(f"\n100 KB session ({rows['bytes']:,} bytes), median of {SMALL_RUNS}:")
+    for name, argv, target in cases:
+        times, bases, peak = [], [], 0
+        for _ in range(SMALL_RUNS):
+            bases.append(measure(IMPORT_BASE)[0])
+            seconds, rss = measure([*CTXPACK, *argv])
+            times.append(seconds)
+            peak = max(peak, rss)
+        seconds, base = statistics.median(times), statistics.median(bases)
+        ratio = seconds / base
+        rows[name] = {
+            "seconds": seconds,
+            "baseline_s": base,
+            "baseline": "import orjson, tiktoken",
+            "ratio": ratio,
+            "target": target,
+            "peak_rss": peak,
+        }
+        ok = "ok" if ratio <= target else "OVER"
+        print(
+            f"  {name:38s} {seconds:6.3f}s vs {base:5.3f}s  {ratio:5.2f}x (<= {target}x)"
+            f"  RSS {peak / 1e6:6.1f} MB  {ok}"
+        )
+    rows["imports"] = import_chain(["count", str(path)])
+    return rows
+
+
+def import_chain(argv: list[str], top: int = 12) -> list[tuple[str, float]]:
+    """The heaviest top-level imports of one command (python -X importtime),
+    seconds each, printed as the chain a small call pays for."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ctxpack", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    totals: list[tuple[str, float]] = []
+    for line in done.stderr.splitlines():
+        _, cumulative, name = [*line.split("|"), "", ""][:3]
+        if not line.startswith("import time:") or not cumulative.strip().isdigit():
+            continue
+        if not name.startswith(" " * 2):  # nested imports are in their parent's total
+            totals.append((name.strip(), int(cumulative) / 1e6))
+    totals.sort(key=lambda item: -item[1])
+    summary = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in totals[:top])
+    print(
+        f"  imports of `count` ({sum(t for _, t in totals):.3f}s in all, heaviest first): {summary}"
+    )
+    return totals[:top]
+
+
+MANY_FILES = 500
+# The raw limit's script run on each file of a folder, in one process.
+LIMIT_OF_DIR = r"""
+import sys, runpy
+from pathlib import Path
+script, folder = sys.argv[1:]
+for path in sorted(Path(folder).glob("*.jsonl")):
+    sys.argv[1:] = [str(path), "count"]
+    runpy.run_path(script, run_name="__main__")
+"""
+
+
+def many_files_row(out: Path, runs: int) -> dict[str, Any]:
+    """500 small sessions (each one bundled session, in turn, with fresh ids)
+    through one `compress DIR --jobs N` call against parsing and tokenizing them
+    all in one process."""
+    folder = out / "many"
+    if not folder.is_dir() or len(list(folder.glob("*.jsonl"))) < MANY_FILES:
+        folder.mkdir(parents=True, exist_ok=True)
+        for number in range(MANY_FILES):
+            build_input(1, folder / f"s{number:03d}.jsonl", first=number)
+    script = out / "limit.py"
+    script.write_text(BASELINE)
+    jobs = len(os.sched_getaffinity(0))
+    target_dir = out / "many-out"
+    argv = [
+        *CTXPACK,
+        "compress",
+        "--offline",
+        "--force",
+        str(folder),
+        "-o",
+        str(target_dir),
+        "--jobs",
+        str(jobs),
+        "--archive",
+        str(out / "many.db"),
+    ]
+    limit = [sys.executable, "-c", LIMIT_OF_DIR, str(script), str(folder)]
+    seconds, base, rss = paired(argv, limit, runs)
+    ratio = seconds / base
+    row = {
+        "files": MANY_FILES,
+        "bytes": sum(p.stat().st_size for p in folder.glob("*.jsonl")),
+        "jobs": jobs,
+        "seconds": seconds,
+        "baseline_s": base,
+        "baseline": "raw limit, one process",
+        "ratio": ratio,
+        "target": 1.5,
+        "peak_rss": rss,
+    }
+    ok = "ok" if ratio <= 1.5 else "OVER"
+    print(
+        f"\n{MANY_FILES} small sessions, compress DIR --jobs {jobs}, best of {runs}:"
+        f" {seconds:6.2f}s vs {base:5.2f}s  {ratio:5.2f}x (<= 1.5x)  RSS {rss / 1e6:6.1f} MB  {ok}"
+    )
+    return row
+
+
 FTS_INDEX = r"""
 import sys, orjson
 from ctxpack.archive.recall import Recall
@@ -181,7 +326,13 @@ def main() -> None:
     parser.add_argument(
         "--fts-only", action="store_true", help="only the full-text index build, per size"
     )
+    parser.add_argument(
+        "--small-only", action="store_true", help="only the 100 KB and the 500-file rows"
+    )
     args = parser.parse_args()
+    # What an installed ctxpack runs: its modules compiled once (an editable
+    # checkout under PYTHONDONTWRITEBYTECODE would compile them on every call).
+    compileall.compile_dir(ROOT / "ctxpack", quiet=1)
     if args.fts_only:
         OUT.mkdir(parents=True, exist_ok=True)
         for size in [int(s) for s in args.sizes.split(",")]:
@@ -193,6 +344,11 @@ def main() -> None:
         return
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"sizes": {}}
+    results["small"] = small_rows(OUT)
+    results["many files"] = many_files_row(OUT, args.runs)
+    if args.small_only:
+        (OUT / "small.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+        return
     startup, typer_import, _ = paired(
         [*CTXPACK, "--version"], [sys.executable, "-c", "import typer"], 7
     )

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ctxpack import files, formats
-from ctxpack.archive.db import resolve_path
-from ctxpack.archive.types import Origin
 from ctxpack.errors import CtxpackError, InputError, OutputError, UsageError
 from ctxpack.formats.base import ReadOptions
-from ctxpack.pipeline.archiving import Kept, record_run
-from ctxpack.refs import Blob
 from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
+
+if TYPE_CHECKING:
+    from ctxpack.archive.types import Origin
+    from ctxpack.refs import Blob
+
+# The archive (sqlite3, zlib) is imported by the runs that write one: a
+# command that only reads a transcript does not pay for it.
 
 # The output format when the input's own format cannot be written, and the
 # suffix a name ctxpack chose takes when it is written.
@@ -117,6 +120,8 @@ def check_outputs(job: FileJob) -> None:
     for path in paths:
         files.check_writable(path)
     if job.archive:
+        from ctxpack.archive.db import resolve_path
+
         files.check_writable(str(resolve_path(job.archive_path)), create_parents=True)
 
 
@@ -154,6 +159,8 @@ def run_file(
 def _archive(job: FileJob, original: Transcript, staged: Staged[Any], data: bytes) -> None:
     """A run that cannot be archived cannot be restored: it is an error, before
     the output is written; --no-archive is the way to run without one."""
+    from ctxpack.pipeline.archiving import Kept, record_run
+
     try:
         kept = Kept(
             settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs

