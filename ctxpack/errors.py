@@ -39,6 +39,10 @@ class UsageError(CtxpackError):
     exit_code = 2
 
 
+class BudgetError(UsageError):
+    """A --fit budget the input cannot reach: what must stay verbatim is larger."""
+
+
 class SummarizerError(CtxpackError):
     """The summarizer failed in a way that must not fall back (auth, abort-on-failure)."""
 

@@ -14,6 +14,8 @@ from ctxpack.settings import (
 
 MIN_SUMMARY_TOKENS = 2_000
 MAX_SUMMARY_TOKENS = 10_000
+# The fewest messages a compacted tail keeps (a --fit budget may ask for fewer).
+MIN_TAIL = 3
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Budget:
     protect_last: int = DEFAULT_PROTECT_LAST
     # Set the tail budget directly instead of deriving it.
     tail_tokens: int | None = None
+    min_tail: int = MIN_TAIL
 
     @property
     def threshold_tokens(self) -> int:

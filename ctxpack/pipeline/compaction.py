@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ctxpack import markers, toolpairs
@@ -14,11 +14,13 @@ from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
 from ctxpack.facts.extract import preserved_facts_section, ran_only
+from ctxpack.fit.target import FitTarget
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.settings import DEFAULT_FORCED_TAIL_RATIO
 from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
@@ -52,6 +54,14 @@ class CompressSettings:
     redact: bool = False
     # Tell the model that placeholders and the record can be read back (ctxpack mcp).
     recall: bool = False
+    # The whole output at or under this budget (ctxpack.fit plans it).
+    fit: FitTarget | None = None
+    # An unreachable --fit budget writes the smallest output instead of failing.
+    fit_best_effort: bool = False
+    # The record's own budget and form, as the fit planner chose them; None:
+    # the budget derived from the middle (Budget.summary_budget).
+    record_tokens: int | None = None
+    compact_record: bool = False
 
 
 def compress_messages(
@@ -112,12 +122,22 @@ def _compact(
             f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
         )
         return messages, report
+    forced = forced_settings(settings, session_tokens=before.tokens)
+    if forced is not settings:
+        report.notes.append(
+            f"forced on {before.tokens:,} tokens, under the tail budget of "
+            f"{settings.budget.tail_budget:,}: the tail keeps {forced.budget.tail_budget:,}"
+            f" tokens and the record at most {forced.record_tokens:,}"
+        )
+        settings = forced
+        prune_settings = replace(prune_settings, budget=forced.budget)
+        plan = None
 
     current = messages
     if prune:
         pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
         current = pruned.messages
-        _record_prune(report, pruned)
+        record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = Status.PRUNED
         if settings.prune == "prune-only" and counter.messages(current) < threshold:
@@ -136,6 +156,23 @@ def _compact(
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
     return out, report
+
+
+def forced_settings(settings: CompressSettings, *, session_tokens: int) -> CompressSettings:
+    """The settings of a forced run: a session smaller than the tail budget would
+    keep everything verbatim, so its tail and its record are each a share of its
+    own tokens instead (unless --tail-tokens sets the tail)."""
+    budget = settings.budget
+    if not settings.force or budget.tail_tokens is not None:
+        return settings
+    if session_tokens >= budget.tail_budget:
+        return settings
+    share = int(session_tokens * DEFAULT_FORCED_TAIL_RATIO)
+    return replace(
+        settings,
+        budget=replace(budget, tail_tokens=share),
+        record_tokens=settings.record_tokens or share,
+    )
 
 
 def summarize_messages(
@@ -270,7 +307,9 @@ def prepare_request(
         previous = merged.text
         if old is not None:
             archived = [old]
-    budget_tokens = settings.budget.summary_budget(counter.messages(middle))
+    budget_tokens = settings.record_tokens
+    if budget_tokens is None:
+        budget_tokens = settings.budget.summary_budget(counter.messages(middle))
     request = SummaryRequest(
         middle=middle,
         budget_tokens=int(budget_tokens * SUMMARY_SHARE),
@@ -279,6 +318,7 @@ def prepare_request(
         last_timestamp=last_timestamp,
         head=head,
         tail=tail,
+        compact=settings.compact_record,
     )
     return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)
 
@@ -302,7 +342,7 @@ def _active_request(
     return markers.active_request(ask) if ask else ""
 
 
-def _record_prune(report: SessionReport, result: PruneResult) -> None:
+def record_prune(report: SessionReport, result: PruneResult) -> None:
     for row in result.rows:
         if row.action == "dedupe":
             report.deduplicated += 1
