@@ -42,6 +42,11 @@ class UsageError(CtxpackError):
 class BudgetError(UsageError):
     """A --fit budget the input cannot reach: what must stay verbatim is larger."""
 
+    def __init__(self, message: str, *, smallest: int, path: str | None = None) -> None:
+        # The smallest output that could be written, in tokens.
+        self.smallest = smallest
+        super().__init__(message, path=path)
+
 
 class SummarizerError(CtxpackError):
     """The summarizer failed in a way that must not fall back (auth, abort-on-failure)."""

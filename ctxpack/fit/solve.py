@@ -255,7 +255,9 @@ def fit_transcript(
         if smallest > budget:
             if not settings.fit_best_effort:
                 raise BudgetError(
-                    _unreachable(target, budget, smallest, sessions), path=transcript.path
+                    _unreachable(target, budget, smallest, sessions),
+                    smallest=smallest,
+                    path=transcript.path,
                 )
             chosen = floors
         else:
