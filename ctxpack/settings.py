@@ -29,8 +29,8 @@ DEFAULT_ENCODING = "o200k_base"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_SUMMARIZER_CONTEXT = 32_000
-# A forced run on a session smaller than the tail budget keeps this share of
-# the session's own tokens as its tail: the 200k-context default would keep it all.
+# A session smaller than the tail budget (a forced run) keeps this share of its
+# own tokens as its tail: the 200k-context default would keep it all.
 DEFAULT_FORCED_TAIL_RATIO = 0.25
 
 

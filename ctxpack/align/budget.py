@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxpack.settings import (
     DEFAULT_CONTEXT_LENGTH,
+    DEFAULT_FORCED_TAIL_RATIO,
     DEFAULT_PROTECT_FIRST,
     DEFAULT_PROTECT_LAST,
     DEFAULT_TARGET_RATIO,
@@ -41,6 +42,15 @@ class Budget:
             return self.tail_tokens
         ratio = min(max(self.target_ratio, 0.10), 0.80)
         return int(self.threshold_tokens * ratio)
+
+    def for_session(self, tokens: int) -> Budget:
+        """This budget for a session of `tokens`. A session smaller than the tail
+        budget (reached only when forced: the threshold is above it) would stay
+        verbatim, so its tail is a share of its own tokens instead, unless
+        --tail-tokens sets it."""
+        if self.tail_tokens is not None or tokens >= self.tail_budget:
+            return self
+        return replace(self, tail_tokens=int(tokens * DEFAULT_FORCED_TAIL_RATIO))
 
     def summary_budget(self, middle_tokens: int) -> int:
         """max(2,000, min(20% of the middle, 5% of context, 10,000))."""

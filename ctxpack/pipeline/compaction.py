@@ -20,7 +20,6 @@ from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_me
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
-from ctxpack.settings import DEFAULT_FORCED_TAIL_RATIO
 from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
@@ -54,12 +53,10 @@ class CompressSettings:
     redact: bool = False
     # Tell the model that placeholders and the record can be read back (ctxpack mcp).
     recall: bool = False
-    # The whole output at or under this budget (ctxpack.fit plans it).
+    # The whole output within this budget (ctxpack.fit), or the smallest output if unreachable.
     fit: FitTarget | None = None
-    # An unreachable --fit budget writes the smallest output instead of failing.
     fit_best_effort: bool = False
-    # The record's own budget and form, as the fit planner chose them; None:
-    # the budget derived from the middle (Budget.summary_budget).
+    # The record's budget (None: Budget.summary_budget of the middle) and form.
     record_tokens: int | None = None
     compact_record: bool = False
 
@@ -122,16 +119,6 @@ def _compact(
             f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
         )
         return messages, report
-    forced = forced_settings(settings, session_tokens=before.tokens)
-    if forced is not settings:
-        report.notes.append(
-            f"forced on {before.tokens:,} tokens, under the tail budget of "
-            f"{settings.budget.tail_budget:,}: the tail keeps {forced.budget.tail_budget:,}"
-            f" tokens and the record at most {forced.record_tokens:,}"
-        )
-        settings = forced
-        prune_settings = replace(prune_settings, budget=forced.budget)
-        plan = None
 
     current = messages
     if prune:
@@ -158,23 +145,6 @@ def _compact(
     return out, report
 
 
-def forced_settings(settings: CompressSettings, *, session_tokens: int) -> CompressSettings:
-    """The settings of a forced run: a session smaller than the tail budget would
-    keep everything verbatim, so its tail and its record are each a share of its
-    own tokens instead (unless --tail-tokens sets the tail)."""
-    budget = settings.budget
-    if not settings.force or budget.tail_tokens is not None:
-        return settings
-    if session_tokens >= budget.tail_budget:
-        return settings
-    share = int(session_tokens * DEFAULT_FORCED_TAIL_RATIO)
-    return replace(
-        settings,
-        budget=replace(budget, tail_tokens=share),
-        record_tokens=settings.record_tokens or share,
-    )
-
-
 def summarize_messages(
     messages: list[Message],
     *,
@@ -187,6 +157,14 @@ def summarize_messages(
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
     if plan is None:
+        tokens_in = counter.messages(messages)
+        scaled = settings.budget.for_session(tokens_in)
+        if scaled is not settings.budget:
+            report.notes.append(
+                f"{tokens_in:,} tokens, under the tail budget of {settings.budget.tail_budget:,}:"
+                f" the tail keeps {scaled.tail_budget:,}"
+            )
+            settings = replace(settings, budget=scaled)
         plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
     else:
         plan.check(messages)
