@@ -39,6 +39,15 @@ class UsageError(CtxpackError):
     exit_code = 2
 
 
+class BudgetError(UsageError):
+    """A --fit budget the input cannot reach: what must stay verbatim is larger."""
+
+    def __init__(self, message: str, *, smallest: int, path: str | None = None) -> None:
+        # The smallest output that could be written, in tokens.
+        self.smallest = smallest
+        super().__init__(message, path=path)
+
+
 class SummarizerError(CtxpackError):
     """The summarizer failed in a way that must not fall back (auth, abort-on-failure)."""
 

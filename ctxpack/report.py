@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxpack.refs import Blob
 from ctxpack.tokens.tally import Tally
+
+if TYPE_CHECKING:
+    from ctxpack.fit.plan import FitPlan
 
 
 class Status(StrEnum):
@@ -85,6 +88,8 @@ class CompressReport:
     sessions: list[SessionReport]
     output: str | None = None
     skipped_lines: int = 0
+    # The budget plan of a --fit run.
+    fit: FitPlan | None = None
 
     @property
     def before(self) -> Tally:
@@ -105,6 +110,7 @@ class CompressReport:
             "tokens_after": after.tokens,
             "ratio": ratio(after.tokens, before.tokens),
             "sessions": [s.to_dict() for s in self.sessions],
+            **({"fit": self.fit.to_dict()} if self.fit is not None else {}),
         }
 
 

@@ -29,6 +29,9 @@ DEFAULT_ENCODING = "o200k_base"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_SUMMARIZER_CONTEXT = 32_000
+# A session smaller than the tail budget (a forced run) keeps this share of its
+# own tokens as its tail: the 200k-context default would keep it all.
+DEFAULT_FORCED_TAIL_RATIO = 0.25
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ def _not_negative(value: Any) -> bool:
 
 def _share(value: Any) -> bool:
     return bool(0 < value < 1)
+
+
+def _fit(value: Any) -> bool:
+    from ctxpack.fit.target import FitTarget
+
+    return FitTarget.parse(str(value)) is not None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -128,6 +137,21 @@ SETTINGS: tuple[Setting, ...] = (
         "Summarizer context in tokens; larger middles are chunked",
         lambda v: v >= 1000,
         "at least 1000",
+    ),
+    Setting(
+        "fit",
+        str,
+        None,
+        "Whole output at or under this budget: N tokens, or P% of the input's tokens",
+        _fit,
+        "a positive number of tokens or a percentage from 1% to 99%",
+    ),
+    Setting(
+        "fit_best_effort",
+        bool,
+        False,
+        "With --fit: when the budget cannot be reached, write the smallest output instead"
+        " of failing",
     ),
     Setting("focus", str, None, "Topic the summary should favour"),
     Setting("jobs", int, 1, "Worker processes for batches"),

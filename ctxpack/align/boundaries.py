@@ -50,7 +50,6 @@ from ctxpack.transcript import Message
 
 SOFT_CEILING_FACTOR = 1.5
 MIN_MIDDLE = 2
-MIN_TAIL = 3
 FLOOR_CAP = 8
 
 
@@ -106,6 +105,7 @@ class _Planner:
         self.prev = records[-1] if records else None
         self.first = records[0] if records else None
         self.tail_budget = budget.tail_budget
+        self.min_tail = budget.min_tail
         self.ceiling = int(SOFT_CEILING_FACTOR * self.tail_budget)
 
     def _adjust(self, kind: AdjustmentKind, reason: str, old: int, new: int) -> None:
@@ -182,15 +182,15 @@ class _Planner:
         user = latest_user_index(self.messages)
         text = latest_assistant_text_index(self.messages)
         rest = self.n - head_end
-        if rest < MIN_MIDDLE + MIN_TAIL:
+        if rest < MIN_MIDDLE + self.min_tail:
             return self._finish(
                 head_end,
                 head_end,
                 user,
                 text,
                 f"nothing to compress: {rest} message(s) after the head; at least "
-                f"{MIN_MIDDLE + MIN_TAIL} are needed ({MIN_MIDDLE} to compress, {MIN_TAIL} "
-                f"to keep)",
+                f"{MIN_MIDDLE + self.min_tail} are needed ({MIN_MIDDLE} to compress, "
+                f"{self.min_tail} to keep)",
             )
         cut = self._tail(head_end)
         cut, turn = self._anchor_user(cut, head_end, user)
@@ -220,7 +220,7 @@ class _Planner:
             )
             self.ceiling = self.tail_budget
             cut = raw
-        floor = max(MIN_TAIL, min(self.budget.protect_last, FLOOR_CAP))
+        floor = max(self.min_tail, min(self.budget.protect_last, FLOOR_CAP))
         floored = max(self.n - floor, head_end)
         if floored < cut:
             why = f"the tail keeps at least {floor} messages"
@@ -241,7 +241,7 @@ class _Planner:
             # Moving back would leave too little to compress: take the whole tool
             # group into the middle instead and start the tail after it.
             ahead = self._forward(cut)
-            if ahead < self.n - MIN_TAIL + 1:
+            if ahead < self.n - self.min_tail + 1:
                 self._adjust(
                     "aligned-forward",
                     f"the tail would start inside the tool group at #{cut}; moving back "
@@ -344,10 +344,10 @@ class _Planner:
                 f"nothing to compress: the boundaries leave {max(cut - head_end, 0)} "
                 f"message(s) in the middle; at least {MIN_MIDDLE} are needed"
             )
-        if self.n - cut < MIN_TAIL:
+        if self.n - cut < self.min_tail:
             return (
                 f"nothing to compress: the boundaries leave {self.n - cut} message(s) in the "
-                f"tail; at least {MIN_TAIL} are needed"
+                f"tail; at least {self.min_tail} are needed"
             )
         if self.prev is not None and not head_end <= self.prev < cut:
             return f"nothing to compress: the existing summary #{self.prev} would stay verbatim"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxpack.settings import (
     DEFAULT_CONTEXT_LENGTH,
+    DEFAULT_FORCED_TAIL_RATIO,
     DEFAULT_PROTECT_FIRST,
     DEFAULT_PROTECT_LAST,
     DEFAULT_TARGET_RATIO,
@@ -14,6 +15,8 @@ from ctxpack.settings import (
 
 MIN_SUMMARY_TOKENS = 2_000
 MAX_SUMMARY_TOKENS = 10_000
+# The fewest messages a compacted tail keeps (a --fit budget may ask for fewer).
+MIN_TAIL = 3
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class Budget:
     protect_last: int = DEFAULT_PROTECT_LAST
     # Set the tail budget directly instead of deriving it.
     tail_tokens: int | None = None
+    min_tail: int = MIN_TAIL
 
     @property
     def threshold_tokens(self) -> int:
@@ -38,6 +42,15 @@ class Budget:
             return self.tail_tokens
         ratio = min(max(self.target_ratio, 0.10), 0.80)
         return int(self.threshold_tokens * ratio)
+
+    def for_session(self, tokens: int) -> Budget:
+        """This budget for a session of `tokens`. A session smaller than the tail
+        budget (reached only when forced: the threshold is above it) would stay
+        verbatim, so its tail is a share of its own tokens instead, unless
+        --tail-tokens sets it."""
+        if self.tail_tokens is not None or tokens >= self.tail_budget:
+            return self
+        return replace(self, tail_tokens=int(tokens * DEFAULT_FORCED_TAIL_RATIO))
 
     def summary_budget(self, middle_tokens: int) -> int:
         """max(2,000, min(20% of the middle, 40% of the threshold, 10,000)).

@@ -15,6 +15,9 @@ from ctxpack.cli.app import app
 from ctxpack.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctxpack.fit.plan import FitPlan
     from ctxpack.pipeline.batch import Outcome
     from ctxpack.pipeline.run import FileJob
     from ctxpack.pipeline.stages import Compress
@@ -44,6 +47,7 @@ EXAMPLES = """Examples:
     opts.READ,
     opts.COUNT,
     opts.BUDGET,
+    opts.FIT,
     opts.PRUNING,
     opts.SUMMARY,
     opts.OUTPUT,
@@ -97,6 +101,17 @@ def compress(
             " (repeatable; default: *.jsonl, *.json, *.traj, *.ndjson).",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="With --fit: print the plan (every message, its action, tokens before and"
+            " after, why) and write nothing.",
+        ),
+    ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="With --dry-run: the plan as JSON on stdout.")
+    ] = False,
     exclude: Annotated[
         list[str] | None,
         typer.Option(
@@ -134,7 +149,16 @@ def compress(
         skipped = f" ({_skipped_text(found.skipped)})" if found.skipped else ""
         raise UsageError(f"no transcripts found in the given paths{skipped}")
     report_file = ctx.params["report_file"]
-    if len(inputs) == 1 and not any(Path(p).is_dir() for p in paths if p != files.STDIO):
+    single = len(inputs) == 1 and not any(Path(p).is_dir() for p in paths if p != files.STDIO)
+    if (dry_run or json_out) and (settings.fit is None or not single or not dry_run):
+        raise UsageError("--dry-run prints the plan of --fit on one transcript (--json with it)")
+    if dry_run:
+        from ctxpack.cli.render import fit_plan
+
+        job = opts.single_job(ctx, resolved, source=inputs[0][0], output=output, write=False)
+        _print_plan(job, stage, json_out=json_out, show=fit_plan)
+        return
+    if single:
         source = inputs[0][0]
         job = opts.single_job(ctx, resolved, source=source, output=output)
         compact_one(
@@ -163,6 +187,20 @@ def compress(
             Path(job.output).parent.mkdir(parents=True, exist_ok=True)
     outcomes = _run_with_progress(jobs, stage, workers=resolved["jobs"], fail_fast=fail_fast)
     _finish(outcomes, report_file=report_file, skipped=found.skipped)
+
+
+def _print_plan(
+    job: FileJob, stage: Compress, *, json_out: bool, show: Callable[[FitPlan], None]
+) -> None:
+    from ctxpack.cli.app import print_json
+    from ctxpack.pipeline.run import run_file
+
+    report = run_file(job, stage=stage).report
+    assert report is not None and report.fit is not None
+    if json_out:
+        print_json(report.fit.to_dict(rows=True))
+    else:
+        show(report.fit)
 
 
 def _skipped_text(skipped: dict[str, int]) -> str:

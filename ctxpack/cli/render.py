@@ -183,11 +183,50 @@ def compress_report(report: Any) -> None:
     retention = _retention_line(sessions)
     if retention:
         facts.append(("facts kept", retention))
+    if report.fit is not None:
+        facts.extend(_fit_facts(report.fit))
     facts.append(("ratio", f"{after.tokens / before.tokens:.1%}" if before.tokens else "-"))
     if report.output:
         facts.append(("written to", report.output))
     key_values("", facts)
     _warnings(sessions)
+
+
+def _fit_facts(plan: Any) -> list[tuple[str, str]]:
+    verdict = "met" if plan.met else "not reachable; smallest output written (--fit-best-effort)"
+    spent = ", ".join(f"{region} {tokens:,}" for region, tokens in plan.spent().items() if tokens)
+    return [
+        ("fit budget", f"{plan.budget:,} tokens ({plan.target}): {verdict}"),
+        ("fit result", f"{plan.tokens_after:,} tokens; smallest reachable {plan.smallest:,}"),
+        ("fit spent", spent or "-"),
+    ]
+
+
+def fit_plan(plan: Any) -> None:
+    """The --fit plan for people, on stderr: one row per message and the record."""
+    table = Table(show_edge=False)
+    for header in ("session", "#", "role", "region", "action", "before", "after", "reason"):
+        table.add_column(header, justify="right" if header in ("#", "before", "after") else "left")
+    for row in plan.rows:
+        table.add_row(
+            _escape(row.session),
+            "" if row.index is None else str(row.index),
+            row.role,
+            row.region,
+            row.action,
+            f"{row.tokens_before:,}",
+            f"{row.tokens_after:,}",
+            _escape(row.reason),
+        )
+    console.print(table)
+    total = sum(row.tokens_after for row in plan.rows)
+    met = "within" if total <= plan.budget else "over"
+    console.print(
+        f"total {total:,} tokens, {met} the budget of {plan.budget:,} ({plan.target});"
+        f" steps: {', '.join(dict.fromkeys(plan.steps))}",
+        style="bold",
+        soft_wrap=True,
+    )
 
 
 def _warnings(sessions: list[Any]) -> None:

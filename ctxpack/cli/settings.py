@@ -116,6 +116,7 @@ COUNT: Group = {
 }
 BUDGET: Group = _settings(*config.BUDGET_SETTINGS)
 PRUNING: Group = _settings("min_savings")
+FIT: Group = _settings("fit", "fit_best_effort")
 JOBS: Group = {"jobs": _setting_option(config.BY_NAME["jobs"], "-j")}
 SUMMARY: Group = {
     **_settings(*config.LLM_SETTINGS, "focus"),
@@ -260,6 +261,7 @@ def compress_settings(
 ) -> CompressSettings:
     """The compaction settings, from the BUDGET, SUMMARY and PRUNING options.
     `sending=False` (a request only shown): no API key is needed."""
+    from ctxpack.fit.target import FitTarget
     from ctxpack.pipeline.compaction import CompressSettings
 
     params = ctx.params
@@ -267,6 +269,7 @@ def compress_settings(
     if not sending:
         env["OPENAI_API_KEY"] = env.get("OPENAI_API_KEY") or "not-sent"
     previous = params["previous_summary"]
+    fit = resolved["fit"] if "fit" in params else None
     return CompressSettings(
         budget=config.budget_from(resolved),
         focus=resolved["focus"],
@@ -282,6 +285,8 @@ def compress_settings(
             "strict" if params["strict"] else "abort" if params["abort_on_failure"] else "fallback"
         ),
         recall=resolved["recall"],
+        fit=FitTarget.parse(fit) if fit is not None else None,
+        fit_best_effort=bool(resolved["fit_best_effort"]),
         **more,
     )
 

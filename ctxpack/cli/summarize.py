@@ -86,12 +86,15 @@ def _dump_prompt(
 
 
 def _command(*, require_previous: bool) -> Callable[..., None]:
-    """`summarize` and `update` share every option; update insists on a summary."""
+    """`summarize` and `update` share every option; update insists on a summary
+    (and, as it folds new turns into a record, takes no --fit budget)."""
+    fit = () if require_previous else (opts.FIT,)
 
     @opts.takes(
         opts.READ,
         opts.COUNT,
         opts.BUDGET,
+        *fit,
         opts.SUMMARY,
         opts.OUTPUT,
         opts.ARCHIVE,
@@ -115,6 +118,10 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
         resolved = opts.resolve(ctx)
         settings = opts.compress_settings(ctx, resolved, sending=not dump_prompt, force=True)
         document = _read_plan(plan)
+        if settings.fit is not None and (document is not None or dump_prompt):
+            raise UsageError(
+                "--fit plans the cut itself: it cannot go with --plan or --dump-prompt"
+            )
         if dump_prompt:
             transcript = opts.load(ctx, path, fmt=ctx.params["from_"])
             counter = opts.counter(ctx, resolved)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ctxpack import markers, toolpairs
@@ -14,6 +14,7 @@ from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
 from ctxpack.facts.extract import preserved_facts_section, ran_only
+from ctxpack.fit.target import FitTarget
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
@@ -52,6 +53,12 @@ class CompressSettings:
     redact: bool = False
     # Tell the model that placeholders and the record can be read back (ctxpack mcp).
     recall: bool = False
+    # The whole output within this budget (ctxpack.fit), or the smallest output if unreachable.
+    fit: FitTarget | None = None
+    fit_best_effort: bool = False
+    # The record's budget (None: Budget.summary_budget of the middle) and form.
+    record_tokens: int | None = None
+    compact_record: bool = False
 
 
 def compress_messages(
@@ -117,7 +124,7 @@ def _compact(
     if prune:
         pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
         current = pruned.messages
-        _record_prune(report, pruned)
+        record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = Status.PRUNED
         if settings.prune == "prune-only" and counter.messages(current) < threshold:
@@ -150,6 +157,14 @@ def summarize_messages(
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
     if plan is None:
+        tokens_in = counter.messages(messages)
+        scaled = settings.budget.for_session(tokens_in)
+        if scaled is not settings.budget:
+            report.notes.append(
+                f"{tokens_in:,} tokens, under the tail budget of {settings.budget.tail_budget:,}:"
+                f" the tail keeps {scaled.tail_budget:,}"
+            )
+            settings = replace(settings, budget=scaled)
         plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
     else:
         plan.check(messages)
@@ -270,7 +285,9 @@ def prepare_request(
         previous = merged.text
         if old is not None:
             archived = [old]
-    budget_tokens = settings.budget.summary_budget(counter.messages(middle))
+    budget_tokens = settings.record_tokens
+    if budget_tokens is None:
+        budget_tokens = settings.budget.summary_budget(counter.messages(middle))
     request = SummaryRequest(
         middle=middle,
         budget_tokens=int(budget_tokens * SUMMARY_SHARE),
@@ -279,6 +296,7 @@ def prepare_request(
         last_timestamp=last_timestamp,
         head=head,
         tail=tail,
+        compact=settings.compact_record,
     )
     return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)
 
@@ -302,7 +320,7 @@ def _active_request(
     return markers.active_request(ask) if ask else ""
 
 
-def _record_prune(report: SessionReport, result: PruneResult) -> None:
+def record_prune(report: SessionReport, result: PruneResult) -> None:
     for row in result.rows:
         if row.action == "dedupe":
             report.deduplicated += 1

@@ -10,6 +10,7 @@ from ctxpack.archive.types import SUMMARIZED_TURNS, Origin
 from ctxpack.errors import RetentionError
 from ctxpack.evaluate.gate import gate
 from ctxpack.evaluate.retention import EvalReport, evaluate, retention_summary
+from ctxpack.fit.solve import fit_transcript
 from ctxpack.pipeline.archiving import settings_record
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
 from ctxpack.pipeline.run import Staged
@@ -27,7 +28,12 @@ class Compress:
     min_retention: dict[str, float] | None = None
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
-        result, report = compress_transcript(transcript, counter=counter, settings=self.settings)
+        if self.settings.fit is not None:
+            result, report = fit_transcript(transcript, counter=counter, settings=self.settings)
+        else:
+            result, report = compress_transcript(
+                transcript, counter=counter, settings=self.settings
+            )
         measured = measure_retention(transcript, result, report, counter=counter)
         if self.min_retention is not None:
             failures = gate(measured, self.min_retention)
@@ -48,6 +54,9 @@ class Summarize:
     require_previous: bool = False
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
+        if self.settings.fit is not None:
+            result, report = fit_transcript(transcript, counter=counter, settings=self.settings)
+            return _compacted(result, report, self.settings)
         plans = None
         if self.plan is not None:
             plans = plans_from_json(self.plan, sessions=[s.messages for s in transcript.sessions])

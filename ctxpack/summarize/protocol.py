@@ -42,6 +42,8 @@ class SummaryRequest:
     # failure in the middle that the tail fixed is not "blocked".
     head: list[Message] = field(default_factory=list)
     tail: list[Message] = field(default_factory=list)
+    # The compact form (empty sections on one line), for a tight --fit budget.
+    compact: bool = False
 
 
 @dataclass

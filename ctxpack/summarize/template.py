@@ -17,6 +17,8 @@ Sections = dict[str, list[str]]
 EMPTY_LINE = "- None recorded."
 PREAMBLE = ""  # key for text before the first heading
 COMPLETED_ACTIONS = "Completed Actions"
+# The compact form's one line for every empty section (a tight --fit budget).
+EMPTY_SECTIONS = "Nothing recorded under:"
 
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_HEADING_RE = re.compile(r"^\s{0,3}\*\*(.+?)\*\*:?\s*$")
@@ -52,6 +54,21 @@ def render(sections: Mapping[str, Sequence[str]]) -> str:
     return "\n\n".join(blocks)
 
 
+def render_compact(sections: Mapping[str, Sequence[str]]) -> str:
+    """The sections that have items, in template order, then one line naming
+    the empty ones: the record a tight budget affords, read back like the full one."""
+    blocks, empty = [], []
+    for heading in HEADINGS:
+        items = [item for item in sections.get(heading, ()) if item.strip()]
+        if items:
+            blocks.append(f"## {heading}\n" + "\n".join(items))
+        else:
+            empty.append(heading)
+    if empty:
+        blocks.append(f"{EMPTY_SECTIONS} {'; '.join(empty)}.")
+    return "\n\n".join(blocks)
+
+
 def parse(text: str) -> Sections:
     """Sections by heading; template headings are recognised case-insensitively,
     other headings are kept as written. Placeholder lines ("None recorded.",
@@ -60,6 +77,10 @@ def parse(text: str) -> Sections:
     current = PREAMBLE
     lines: dict[str, list[str]] = {PREAMBLE: []}
     for line in text.splitlines():
+        if line.startswith(EMPTY_SECTIONS):
+            for name in line.removeprefix(EMPTY_SECTIONS).strip().rstrip(".").split(";"):
+                lines.setdefault(canonical_heading(name), [])
+            continue
         heading = _heading_of(line)
         if heading is not None:
             current = heading

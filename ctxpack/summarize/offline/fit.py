@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxpack.summarize.protocol import HEADINGS
-from ctxpack.summarize.template import COMPLETED_ACTIONS, render
+from ctxpack.summarize.template import COMPLETED_ACTIONS, render, render_compact
 from ctxpack.tokens.counter import TokenCounter
 
 
@@ -74,7 +74,12 @@ def mentions(text: str, terms: Sequence[str]) -> bool:
     return any(term in lowered for term in terms)
 
 
-def assemble(candidates: Mapping[str, Sequence[Item]], chosen: Mapping[str, Sequence[int]]) -> str:
+def assemble(
+    candidates: Mapping[str, Sequence[Item]],
+    chosen: Mapping[str, Sequence[int]],
+    *,
+    compact: bool = False,
+) -> str:
     sections: dict[str, list[str]] = {}
     for heading in HEADINGS:
         items = candidates.get(heading, ())
@@ -87,7 +92,7 @@ def assemble(candidates: Mapping[str, Sequence[Item]], chosen: Mapping[str, Sequ
         elif omitted:
             lines = [more_line(heading, omitted)]
         sections[heading] = lines
-    return render(sections)
+    return render_compact(sections) if compact else render(sections)
 
 
 def fit(
@@ -96,9 +101,11 @@ def fit(
     budget: int,
     counter: TokenCounter,
     focus: str | None = None,
+    compact: bool = False,
 ) -> tuple[str, list[str]]:
-    """The rendered summary within `budget` tokens, and any warnings."""
-    skeleton = render({})
+    """The rendered summary within `budget` tokens, and any warnings; `compact`:
+    empty sections share one line (template.render_compact)."""
+    skeleton = render_compact({}) if compact else render({})
     warnings: list[str] = []
     costs = {h: [counter.text(item.text) + 1 for item in candidates.get(h, ())] for h in HEADINGS}
     crowded = sum(1 for h in HEADINGS if costs[h])
@@ -143,11 +150,11 @@ def fit(
                 i = queues[heading].popleft()
                 if used + costs[heading][i] <= room:
                     take(heading, i)
-    text = assemble(candidates, chosen)
+    text = assemble(candidates, chosen, compact=compact)
     while counter.text(text) > budget and added:
         heading, index = added.pop()
         chosen[heading].remove(index)
-        text = assemble(candidates, chosen)
+        text = assemble(candidates, chosen, compact=compact)
     if counter.text(text) > budget:
         text = skeleton
     if counter.text(text) > budget:

@@ -17,7 +17,13 @@ from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
 from ctxpack.summarize.offline.update import merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
-from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse, render
+from ctxpack.summarize.template import (
+    COMPLETED_ACTIONS,
+    max_number,
+    parse,
+    render,
+    render_compact,
+)
 from ctxpack.tokens.counter import TokenCounter
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
@@ -56,9 +62,12 @@ class OfflineSummarizer:
             for heading, items in candidates.items()
         }
         # The bare template comes first: the ledger takes only room beyond it.
-        spare = request.budget_tokens - counter.text(render({})) - 2
+        skeleton = render_compact({}) if request.compact else render({})
+        spare = request.budget_tokens - counter.text(skeleton) - 2
         section = ledger.render(budget=request.budget_tokens, counter=counter, limit=spare)
         room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
-        text, warnings = fit(marked, budget=room, counter=counter, focus=request.focus)
+        text, warnings = fit(
+            marked, budget=room, counter=counter, focus=request.focus, compact=request.compact
+        )
         text = with_ledger(text, section)
         return SummaryResult(text=text, source="offline", model=None, warnings=warnings)

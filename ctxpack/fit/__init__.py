@@ -1,0 +1,1 @@
+"""Budgeted compaction: the whole output at or under a token budget (`--fit`)."""
