@@ -66,9 +66,12 @@ def _claude_env(home: Path, base_url: str) -> dict[str, str]:
         "DISABLE_ERROR_REPORTING": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        # Wait for MCP servers before the first request: by default a -p run
-        # sends it at once and names a server still starting as "connecting".
+        # Wait for MCP servers before the first request (by default a -p run
+        # sends it at once and names a server still starting as "connecting"),
+        # and for up to a minute, not 5 s: on a loaded machine importing the
+        # MCP SDK alone can take longer.
         "MCP_CONNECTION_NONBLOCKING": "0",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
     }
 
 
