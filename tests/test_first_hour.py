@@ -4,6 +4,7 @@ each case is a rough edge that is now an exact, tested behaviour."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -217,7 +218,17 @@ def test_dump_prompt_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_help_keeps_example_lines_whole_and_metavars_plain() -> None:
     prune = runner.invoke(app, ["prune", "--help"], terminal_width=80).stdout
     assert "--tail-tokens 2000 --protect-last 6 --dry-run --json" in prune
-    assert "FILE..." not in runner.invoke(app, ["count", "--help"]).stdout
+    count = runner.invoke(app, ["count", "--help"], terminal_width=80).stdout
+    assert "Usage: ctxpack count [OPTIONS] {FILE}...\n" in count
+    assert "\n  FILE  Transcript files, or - for stdin.  [required]\n" in count
+    compress = runner.invoke(app, ["compress", "--help"], terminal_width=80).stdout
+    assert "\n  FILE|DIR|-  Transcript files, directories, or - for stdin.  [required]\n" in compress
+    # Arguments are named by their metavar alone, without typer's Python type.
+    for command in ("count", "compress", "eval", "show", "prune", "restore"):
+        shown = runner.invoke(app, [command, "--help"], terminal_width=80).stdout
+        arguments = shown.split("\nArguments:\n", 1)[1].split("\nOptions:\n", 1)[0]
+        names = [line.split("  ")[1] for line in arguments.splitlines() if line[2:3].isupper()]
+        assert names and all(re.fullmatch(r"[A-Z|-]+", name) for name in names), (command, names)
     assert "-n, --limit N " in runner.invoke(app, ["log", "--help"]).stdout
 
 
