@@ -4,7 +4,10 @@ the request it sends: `python -m resume.check` (or `make resume-check`).
 For every client and fixture: the original, ctxpack's compaction of it, and
 the compaction of that compaction go into a fresh HOME where the client looks
 for sessions; the client resumes with a new prompt against the stub, and the
-request it sends is checked. Exit 1 on any failure.
+request it sends is checked. One more Claude Code run checks recall: with
+`ctxpack mcp` registered, the stub calls its recall tool on a ref the
+compacted session cites, and the tool result must be the archived output
+(resume/recall.py). Exit 1 on any failure.
 """
 
 from __future__ import annotations
