@@ -4,7 +4,10 @@ the request it sends: `python -m resume.check` (or `make resume-check`).
 For every client and fixture: the original, ctxpack's compaction of it, and
 the compaction of that compaction go into a fresh HOME where the client looks
 for sessions; the client resumes with a new prompt against the stub, and the
-request it sends is checked. Exit 1 on any failure.
+request it sends is checked. One more Claude Code run checks recall: with
+`ctxpack mcp` registered, the stub calls its recall tool on a ref the
+compacted session cites, and the tool result must be the archived output
+(resume/recall.py). Exit 1 on any failure.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from resume.clients import CLIENTS, ROOT, RUNS, Client
+from resume import recall
+from resume.clients import CLIENTS, ROOT, RUNS, Client, claude_mcp_add
 from resume.requests import Item, file_strings
 from resume.stubs import serve
+from resume.table import Row, table
 
 PROMPT = "ctxpack resume check: what is the next step?"
 RECORD = "[ctxpack: compacted history"
@@ -46,43 +52,23 @@ SKIP_FIXTURES = {
 }
 
 
-@dataclass
-class Row:
-    client: str
-    fixture: str
-    variant: str
-    skip: str = ""
-    accepted: bool = False
-    records: int = 0
-    order: str = ""  # empty when in order, else what is out of place
-    pairs: str = ""
-    prompt_last: bool = False
-    warnings: list[str] = field(default_factory=list)
-    detail: str = ""
-    note: str = ""  # a ctxpack problem found while making this variant
-
-    @property
-    def ok(self) -> bool:
-        if self.skip:
-            return True
-        if self.note:
-            return False
-        want = 0 if self.variant == "original" else 1
-        return (
-            self.accepted
-            and self.records == want
-            and not self.order
-            and not self.pairs
-            and self.prompt_last
-            and not self.warnings
-        )
-
-
 def ctxpack_bin() -> str:
     return str(Path(sys.executable).with_name("ctxpack"))
 
 
-def _compress_at(src: Path, dest: Path, extra: list[str]) -> str:
+def _has_record(path: Path) -> bool:
+    return RECORD in path.read_text(encoding="utf-8")
+
+
+def _compress_at(
+    src: Path,
+    dest: Path,
+    extra: list[str],
+    *,
+    until: Callable[[Path], bool] = _has_record,
+    what: str = "record",
+) -> str:
+    """Compact at the smallest context length whose output passes `until`; '' or why not."""
     last = ""
     for n in CONTEXT_LENGTHS:
         argv = [
@@ -100,9 +86,9 @@ def _compress_at(src: Path, dest: Path, extra: list[str]) -> str:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
-        if RECORD in dest.read_text(encoding="utf-8"):
+        if until(dest):
             return ""
-        last = "no record written at any --context-length"
+        last = f"no {what} written at any --context-length"
     return last
 
 
@@ -180,14 +166,27 @@ def head_text(items: list[Item], from_file: str) -> str:
     return ""
 
 
-def resume_once(client: Client, session: Path, home: Path) -> tuple[Row, list[Item]]:
+def resume_once(
+    client: Client,
+    session: Path,
+    home: Path,
+    *,
+    tool_use: tuple[str, dict[str, Any]] | None = None,
+) -> tuple[Row, list[Item]]:
+    """Resume `session` with PROMPT; the stub answers it with `tool_use` first, if given."""
     row = Row(client.name, session.name, "")
     cwd = home / "work"
-    cwd.mkdir(parents=True)
+    cwd.mkdir(parents=True, exist_ok=True)
     sid = client.place(session=session, home=home, cwd=cwd)
-    with serve(lifetime=TIMEOUT + 10) as stub:
+    allow = (tool_use[0],) if tool_use else ()
+    with serve(lifetime=TIMEOUT + 10, tool_use=tool_use) as stub:
         run = client.command(
-            home=home, base_url=stub.base_url, prompt=PROMPT, sid=sid, model=client.model(session)
+            home=home,
+            base_url=stub.base_url,
+            prompt=PROMPT,
+            sid=sid,
+            model=client.model(session),
+            allow=allow,
         )
         rc, stderr = run(cwd=cwd, timeout=TIMEOUT)
         bodies = [r.body for r in stub.requests if r.method == "POST" and isinstance(r.body, dict)]
@@ -255,50 +254,46 @@ def check_fixture(client: Client, fixture: Path, work: Path) -> list[Row]:
     return rows
 
 
-def _mark(good: bool) -> str:
-    return "ok" if good else "FAIL"
-
-
-def table(rows: list[Row]) -> str:
-    head = (
-        "client",
-        "fixture",
-        "variant",
-        "accepted",
-        "record once",
-        "order ok",
-        "pairs ok",
-        "prompt last",
-        "warnings",
+def check_recall(client: Client, work: Path) -> Row:
+    """Claude Code reads a pruned output back through `ctxpack mcp`."""
+    row = Row(client.name, recall.FIXTURE.name, "recall (MCP)", recall="")
+    archive, once = work / "recall.db", work / f"{recall.FIXTURE.stem}.recall.jsonl"
+    extra = ["--recall", "--archive", str(archive)]
+    why = _compress_at(
+        recall.FIXTURE,
+        once,
+        extra,
+        until=lambda path: bool(recall.cited_ref(path)),
+        what="recall placeholder",
     )
-    lines = [head]
-    for r in rows:
-        if r.skip:
-            lines.append((r.client, r.fixture, r.variant, "skip", "-", "-", "-", "-", r.skip))
-            continue
-        want = 0 if r.variant == "original" else 1
-        lines.append(
-            (
-                r.client,
-                r.fixture[:48],
-                r.variant,
-                _mark(r.accepted),
-                f"{_mark(r.records == want)} ({r.records})",
-                _mark(not r.order),
-                _mark(not r.pairs),
-                _mark(r.prompt_last),
-                str(len(r.warnings)) + (" (ctxpack: see above)" if r.note else ""),
-            )
-        )
-    widths = [
-        max(len(line[i]) for line in lines[:1] + [ln for ln in lines if ln[3] != "skip"])
-        for i in range(len(head))
-    ]
-    out = []
-    for line in lines:
-        cells = [c.ljust(w) for c, w in zip(line[:-1], widths[:-1], strict=True)] + [line[-1]]
-        out.append("  ".join(cells).rstrip())
-    return "\n".join(out)
+    if why:
+        row.recall = row.detail = f"ctxpack: {why}"
+        return row
+    ref = recall.cited_ref(once)
+    shown = subprocess.run(
+        [ctxpack_bin(), "show", ref, "--archive", str(archive)], capture_output=True, timeout=60
+    )
+    blob = shown.stdout.decode("utf-8")
+    home = Path(tempfile.mkdtemp(prefix=f"{client.name}-recall-", dir=RUNS))
+    cwd = home / "work"
+    cwd.mkdir()
+    server = [ctxpack_bin(), "mcp", "--archive", str(archive)]
+    rc, stderr = claude_mcp_add(home=home, name=recall.SERVER, argv=server)(cwd=cwd, timeout=60)
+    if shown.returncode or rc:
+        row.recall = f"ctxpack show exit {shown.returncode}, claude mcp add exit {rc}: {stderr}"
+        return row
+    got, items = resume_once(client, once, home, tool_use=(recall.TOOL, {"ref": ref}))
+    row.accepted, row.warnings, row.detail = got.accepted, got.warnings, got.detail
+    at = recall.recall_call_at(items, ref=ref)
+    row.prompt_last = prompt_last(items[:at]) if at is not None else False
+    row.pairs = pairs_problem(items)
+    row.recall = recall.result_problem(items, ref=ref, blob=blob)
+    row.recalled = len(shown.stdout) if not row.recall else 0
+    if row.ok:
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        row.detail = (row.detail + f" (HOME kept: {home})").strip()
+    return row
 
 
 def main(argv: list[str]) -> int:
@@ -314,8 +309,11 @@ def main(argv: list[str]) -> int:
                     continue
                 print(f"resuming {name} {fixture.name} ...", file=sys.stderr, flush=True)
                 rows += check_fixture(client, fixture, Path(tmp))
+            if name == "claude-code":
+                print(f"recalling through ctxpack mcp in {name} ...", file=sys.stderr, flush=True)
+                rows.append(check_recall(client, Path(tmp)))
     for r in rows:
-        for problem in (r.note, r.order, r.pairs, r.detail):
+        for problem in (r.note, r.order, r.pairs, r.recall, r.detail):
             if problem and not r.skip:
                 print(f"{r.client} {r.fixture} [{r.variant}]: {problem}")
         for line in r.warnings:

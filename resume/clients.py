@@ -58,6 +58,29 @@ def _base_env(home: Path) -> dict[str, str]:
     }
 
 
+def _claude_env(home: Path, base_url: str) -> dict[str, str]:
+    return _base_env(home) | {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-stub",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # Wait for MCP servers before the first request (by default a -p run
+        # sends it at once and names a server still starting as "connecting"),
+        # and for up to a minute, not 5 s: on a loaded machine importing the
+        # MCP SDK alone can take longer.
+        "MCP_CONNECTION_NONBLOCKING": "0",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
+    }
+
+
+def claude_mcp_add(*, home: Path, name: str, argv: list[str]) -> Run:
+    """`claude mcp add NAME -- ARGV...`, as a user registers a stdio MCP server:
+    it goes into this run's HOME, for the project of the cwd it runs in."""
+    return Run(["claude", "mcp", "add", name, "--", *argv], _claude_env(home, ""))
+
+
 def _first(path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8") as fh:
         for line in fh:
@@ -115,21 +138,22 @@ class Client:
         return sid
 
     def command(
-        self, *, home: Path, base_url: str, prompt: str, sid: str | None, model: str
+        self,
+        *,
+        home: Path,
+        base_url: str,
+        prompt: str,
+        sid: str | None,
+        model: str,
+        allow: tuple[str, ...] = (),
     ) -> Run:
-        """The non-interactive command: resume `sid` (or start fresh) with `prompt`."""
+        """The non-interactive command: resume `sid` (or start fresh) with
+        `prompt`; Claude Code runs Bash and the `allow` tools without asking."""
         env = _base_env(home)
         if self.name == "claude-code":
-            env |= {
-                "ANTHROPIC_BASE_URL": base_url,
-                "ANTHROPIC_API_KEY": "sk-ant-stub",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            }
             resume = ["--resume", sid] if sid else []
-            return Run(["claude", "-p", prompt, *resume, "--allowedTools", "Bash"], env)
+            argv = ["claude", "-p", prompt, *resume, "--allowedTools", "Bash", *allow]
+            return Run(argv, _claude_env(home, base_url))
         if self.name == "codex":
             env |= {"OPENAI_API_KEY": "sk-stub", "CODEX_API_KEY": "sk-stub"}
             config = home / ".codex" / "config.toml"

@@ -20,6 +20,10 @@ class Item:
     kind: Kind
     text: str = ""
     call_id: str = ""
+    # A tool result's content blocks as sent, and whether it was marked an
+    # error (Anthropic Messages only).
+    parts: tuple[str, ...] = ()
+    error: bool = False
 
 
 def _flatten(content: Any) -> str:
@@ -47,8 +51,18 @@ def anthropic_items(body: dict[str, Any]) -> list[Item]:
             elif kind == "tool_use":
                 items.append(Item(role, "call", json.dumps(block.get("input")), str(block["id"])))
             elif kind == "tool_result":
-                text = _flatten(block.get("content"))
-                items.append(Item(role, "result", text, str(block["tool_use_id"])))
+                result = block.get("content")
+                parts = tuple(_flatten(p) for p in result) if isinstance(result, list) else ()
+                items.append(
+                    Item(
+                        role,
+                        "result",
+                        _flatten(result),
+                        str(block["tool_use_id"]),
+                        parts=parts or (_flatten(result),),
+                        error=bool(block.get("is_error")),
+                    )
+                )
     return items
 
 

@@ -4,8 +4,9 @@ One server speaks both the Anthropic Messages API (Claude Code, pi) and the
 OpenAI Responses API (Codex), streamed as SSE. It records every request body
 and answers with a short final text; when asked to, it first answers a fresh
 user turn with one shell tool call, so a recorded session holds a real
-call/result pair. It stops by itself after `lifetime` seconds, so a client
-that hangs cannot keep it alive.
+call/result pair, or (Anthropic clients) with a call of another tool the
+client offers, such as an MCP server's. It stops by itself after `lifetime`
+seconds, so a client that hangs cannot keep it alive.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Stub:
     """What the server answers, and every request it received."""
 
     tool_command: str | None = None  # answer a fresh user turn with this shell command
+    # Anthropic clients: answer a fresh user turn with this (tool name, input)
+    # instead, when the client offers that tool.
+    tool_use: tuple[str, dict[str, Any]] | None = None
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
@@ -54,29 +58,37 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _anthropic_wants_tool(body: dict[str, Any]) -> bool:
+def _anthropic_call(body: dict[str, Any], stub: Stub) -> tuple[str, dict[str, Any]] | None:
+    """The tool call that answers this request, if any: only a fresh user turn
+    gets one, and only with a tool the client offered."""
     # Claude Code may end the list with a system-role note; the turn is the
     # last user or assistant message.
     turns = [m for m in body.get("messages") or [] if m.get("role") in ("user", "assistant")]
     if not turns or turns[-1].get("role") != "user":
-        return False
+        return None
     content = turns[-1].get("content")
     if isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     ):
-        return False
+        return None
     names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    return bool(names & {"Bash", "bash"})
+    # Claude Code defers MCP tools: it names them in a message for its
+    # ToolSearch tool instead of listing them, and runs a direct call anyway.
+    if stub.tool_use is not None and (
+        stub.tool_use[0] in names or stub.tool_use[0] in json.dumps(body.get("messages"))
+    ):
+        return stub.tool_use
+    if stub.tool_command is not None:
+        for name in ("Bash", "bash"):
+            if name in names:
+                return name, {"command": stub.tool_command, "description": "Run a command"}
+    return None
 
 
-def _anthropic_tool_name(body: dict[str, Any]) -> str:
-    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-    return "Bash" if "Bash" in names else "bash"
-
-
-def anthropic_events(body: dict[str, Any], *, n: str, tool_command: str | None) -> bytes:
+def anthropic_events(
+    body: dict[str, Any], *, n: str, call: tuple[str, dict[str, Any]] | None
+) -> bytes:
     model = str(body.get("model", "stub"))
-    use_tool = tool_command is not None and _anthropic_wants_tool(body)
     start = {
         "type": "message_start",
         "message": {
@@ -91,15 +103,14 @@ def anthropic_events(body: dict[str, Any], *, n: str, tool_command: str | None) 
         },
     }
     out = [_sse("message_start", start)]
-    if use_tool:
+    if call is not None:
         block: dict[str, Any] = {
             "type": "tool_use",
             "id": f"toolu_stub{n}",
-            "name": _anthropic_tool_name(body),
+            "name": call[0],
             "input": {},
         }
-        args = {"command": tool_command, "description": "Run a command"}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(args)}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(call[1])}
         stop = "tool_use"
     else:
         block = {"type": "text", "text": ""}
@@ -266,7 +277,7 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/messages/count_tokens"):
                 self._json({"input_tokens": 100})
             elif path.endswith("/messages"):
-                payload = anthropic_events(body, n=n, tool_command=stub.tool_command)
+                payload = anthropic_events(body, n=n, call=_anthropic_call(body, stub))
                 self._send(200, payload, "text/event-stream")
             elif path.endswith("/responses"):
                 payload = responses_events(body, n=n, tool_command=stub.tool_command)
@@ -285,9 +296,14 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(*, lifetime: float, tool_command: str | None = None) -> Iterator[Stub]:
+def serve(
+    *,
+    lifetime: float,
+    tool_command: str | None = None,
+    tool_use: tuple[str, dict[str, Any]] | None = None,
+) -> Iterator[Stub]:
     """A running stub on a free loopback port; stops on exit or after `lifetime`."""
-    stub = Stub(tool_command=tool_command)
+    stub = Stub(tool_command=tool_command, tool_use=tool_use)
     server = _Server(("127.0.0.1", 0), _handler(stub))
     stub.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -4,6 +4,7 @@ each case is a rough edge that is now an exact, tested behaviour."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import typer.testing
 from typer.testing import CliRunner
 
 from ctxpack.cli import app
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, TAU_BENCH
 
 runner = CliRunner()
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -217,8 +218,41 @@ def test_dump_prompt_needs_no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_help_keeps_example_lines_whole_and_metavars_plain() -> None:
     prune = runner.invoke(app, ["prune", "--help"], terminal_width=80).stdout
     assert "--tail-tokens 2000 --protect-last 6 --dry-run --json" in prune
-    assert "FILE..." not in runner.invoke(app, ["count", "--help"]).stdout
+    count = runner.invoke(app, ["count", "--help"], terminal_width=80).stdout
+    assert "Usage: ctxpack count [OPTIONS] {FILE}...\n" in count
+    assert "\n  FILE  Transcript files, or - for stdin.  [required]\n" in count
+    compress = runner.invoke(app, ["compress", "--help"], terminal_width=80).stdout
+    line = "\n  FILE|DIR|-  Transcript files, directories, or - for stdin.  [required]\n"
+    assert line in compress
+    # Arguments are named by their metavar alone, without typer's Python type.
+    for command in ("count", "compress", "eval", "show", "prune", "restore"):
+        shown = runner.invoke(app, [command, "--help"], terminal_width=80).stdout
+        arguments = shown.split("\nArguments:\n", 1)[1].split("\nOptions:\n", 1)[0]
+        names = [line.split("  ")[1] for line in arguments.splitlines() if line[2:3].isupper()]
+        assert names and all(re.fullmatch(r"[A-Z|-]+", name) for name in names), (command, names)
     assert "-n, --limit N " in runner.invoke(app, ["log", "--help"]).stdout
+
+
+def test_prune_that_changes_nothing_says_why(tmp_path: Path) -> None:
+    why = (
+        "nothing to prune in 200 of 200 sessions: every message is in the protected head or"
+        " tail (a tail budget of 20,000 tokens and at least the last 20 messages;"
+        " --tail-tokens and --protect-last set them)"
+    )
+    dry = runner.invoke(app, ["prune", "--dry-run", str(TAU_BENCH)])
+    assert dry.exit_code == 0, dry.output
+    assert dry.stderr.splitlines()[-2:] == [
+        "plan: 0 messages changed (0 deduplicated, 0 outputs summarized, 0 argument sets"
+        " shrunk); tokens 717,600 → 717,600, saved 0 (0.0%)",
+        why,
+    ]
+    out = tmp_path / "tau.json"
+    written = runner.invoke(app, ["prune", "--no-archive", str(TAU_BENCH), "-o", str(out)])
+    assert written.exit_code == 0, written.output
+    assert written.stderr.splitlines()[-1] == why
+    assert out.read_bytes() == TAU_BENCH.read_bytes()
+    changed = runner.invoke(app, ["prune", "--dry-run", "--tail-tokens", "500", str(TAU_BENCH)])
+    assert "nothing to prune" not in changed.stderr
 
 
 def test_a_binary_file_is_called_binary(tmp_path: Path) -> None:

@@ -400,3 +400,51 @@ def test_unchanged_sessions_keep_their_identity(tau: Transcript, counter: TokenC
     assert all(not r.applied for r in results)
     assert all(a is b for a, b in zip(tau.sessions, pruned.sessions, strict=True))
     assert formats.write(pruned, counter=COUNTER) == TAU_BENCH.read_bytes()
+
+
+# --- a session left unchanged says why ---------------------------------------------
+
+
+def test_tau_bench_left_unchanged_by_default_because_every_session_is_protected(
+    tau: Transcript, counter: TokenCounter
+) -> None:
+    _, results = prune_transcript(tau, counter=counter, settings=PruneSettings())
+    assert {r.note for r in results} == {
+        "every message is in the protected head or tail (a tail budget of 20,000 tokens and"
+        " at least the last 20 messages; --tail-tokens and --protect-last set them)"
+    }
+    assert not any(r.rows or r.applied for r in results)
+
+
+def test_pruning_twice_says_the_outputs_are_pruned_already(
+    counter: TokenCounter, tau_pruned: tuple[Transcript, list[PruneResult]]
+) -> None:
+    once, _ = tau_pruned
+    _, results = prune_transcript(once, counter=counter, settings=SMALL)
+    notes = {r.note for r in results}
+    assert "every tool output between the protected head and tail is pruned already" in notes
+
+
+@pytest.mark.parametrize(
+    ("middle", "note"),
+    [
+        (
+            [{"role": "user", "content": "Why?"}, {"role": "assistant", "content": "Because."}],
+            "no tool output between the protected head and tail",
+        ),
+        (
+            [call("c1", "bash", {"command": "ls"}), result("c1", "a.py\nb.py")],
+            "no tool output between the protected head and tail is over 200 characters,"
+            " repeated or superseded, and no tool-call arguments are over 500",
+        ),
+        (
+            [call("c1", "bash", {"command": "ls"}), result("c1", "a" * 201)],
+            "no placeholder would be shorter than the output it replaces",
+        ),
+    ],
+)
+def test_a_session_pruning_leaves_unchanged_says_why(
+    middle: list[Message], note: str, counter: TokenCounter
+) -> None:
+    res = prune(convo(*middle), counter)
+    assert (res.rows, res.applied, res.note) == ([], False, note)

@@ -3,10 +3,11 @@ the report on stderr; every error becomes its message and exit code here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ctxpack import __version__
 from ctxpack import files as io
@@ -35,7 +36,41 @@ class Reported(TyperGroup):
             raise typer.Exit(INTERRUPTED) from None
 
 
-app = typer.Typer(
+class Command(TyperCommand):
+    """Help whose Arguments are named by their metavar alone: typer adds the
+    Python type (`FILE <list[str]>`), which tells a user nothing; the usage
+    line already shows which arguments repeat."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args: list[tuple[str, str]] = []
+        opts: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                args.append((param.display_name_raw, record[1]))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class App(typer.Typer):
+    """The Typer app whose commands are all `Command`s."""
+
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[F], F]:
+        return super().command(name, cls=cls or Command, **kwargs)
+
+
+app = App(
     name="ctxpack",
     help="Compact AI-agent transcripts: prune old tool output, summarize the middle,"
     " report tokens.",

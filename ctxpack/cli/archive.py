@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ctxpack import files as io
-from ctxpack.cli.app import InputArg, app, print_json
+from ctxpack.cli.app import App, InputArg, app, print_json
 from ctxpack.cli.settings import ArchiveOpt
 from ctxpack.errors import UsageError
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ctxpack.archive.types import Compaction
 
 
-archive_app = typer.Typer(
+archive_app = App(
     name="archive",
     help="Verify or prune the archive that makes every compaction reversible.",
     no_args_is_help=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -154,6 +155,8 @@ def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
             label = f"{session.label}: " if many else ""
             console.print(escape(f"{label}{result.note}"), style="yellow")
     console.print(escape("plan: " + _totals_text(results)), style="bold", soft_wrap=True)
+    for reason in _why_unchanged(results):
+        console.print(escape(reason), style="yellow", soft_wrap=True)
 
 
 def summary_line(transcript: Transcript, results: list[PruneResult], target: str) -> None:
@@ -166,6 +169,21 @@ def summary_line(transcript: Transcript, results: list[PruneResult], target: str
     if gated:
         text += f"; {gated:,} session(s) left unchanged (under --min-savings)"
     console.print(escape(f"pruned {transcript.path} → {target}: {text}"), soft_wrap=True)
+    for reason in _why_unchanged(results):
+        console.print(escape(reason), style="yellow", soft_wrap=True)
+
+
+def _why_unchanged(results: list[PruneResult]) -> list[str]:
+    """When no message changes: why, once per reason, with how many sessions it is."""
+    if any(r.applied for r in results):
+        return []
+    reasons = Counter(r.note for r in results if not r.rows)
+    if len(results) == 1:
+        return [f"nothing to prune: {note}" for note in reasons]
+    return [
+        f"nothing to prune in {count:,} of {len(results):,} sessions: {note}"
+        for note, count in reasons.most_common()
+    ]
 
 
 def _totals_text(results: list[PruneResult]) -> str:

@@ -149,7 +149,33 @@ def prune_messages(
             continue
         out[index] = new
         rows.append(PlanRow(index, m.role(msg), tool, action, reason, before, after))
-    return _result(messages, out, rows, head, tail, counter, settings)
+    return _result(messages, out, rows, head, tail, counter, settings, planned=bool(plans))
+
+
+def _unchanged_note(
+    messages: list[Message], *, head: int, tail: int, planned: bool, settings: PruneSettings
+) -> str:
+    """Why pruning changes nothing in a session; the same words for every
+    session it applies to, so a report can count them."""
+    budget = settings.budget
+    if tail <= head:
+        return (
+            "every message is in the protected head or tail (a tail budget of "
+            f"{budget.tail_budget:,} tokens and at least the last {budget.protect_last} messages;"
+            " --tail-tokens and --protect-last set them)"
+        )
+    if planned:
+        return "no placeholder would be shorter than the output it replaces"
+    outputs = [m.text(messages[i]) for i in range(head, tail) if _is_out(messages[i])]
+    if not outputs:
+        return "no tool output between the protected head and tail"
+    if all(is_pruned(text) for text in outputs):
+        return "every tool output between the protected head and tail is pruned already"
+    return (
+        "no tool output between the protected head and tail is over "
+        f"{settings.output_chars} characters, repeated or superseded, and no tool-call "
+        f"arguments are over {settings.argument_chars}"
+    )
 
 
 def _plans(
@@ -190,24 +216,22 @@ def _result(
     tail: int,
     counter: TokenCounter,
     settings: PruneSettings,
+    *,
+    planned: bool,
 ) -> PruneResult:
     before = counter.messages(messages)
-    planned = sum(row.saved for row in rows)
     if not rows:
-        note = "nothing to prune outside the protected head and tail"
+        note = _unchanged_note(messages, head=head, tail=tail, planned=planned, settings=settings)
         return PruneResult(list(messages), rows, before, before, 0, False, head, tail, 0, note)
-    if planned < settings.min_savings:
+    freed = sum(row.saved for row in rows)
+    if freed < settings.min_savings:
         note = (
-            f"pruning would free {planned:,} tokens, under the minimum of "
+            f"pruning would free {freed:,} tokens, under the minimum of "
             f"{settings.min_savings:,}; left unchanged"
         )
-        return PruneResult(
-            list(messages), rows, before, before, 0, False, head, tail, planned, note
-        )
+        return PruneResult(list(messages), rows, before, before, 0, False, head, tail, freed, note)
     note = f"{len(rows):,} messages pruned"
-    return PruneResult(
-        out, rows, before, before - planned, planned, True, head, tail, planned, note
-    )
+    return PruneResult(out, rows, before, before - freed, freed, True, head, tail, freed, note)
 
 
 def prune_transcript(
