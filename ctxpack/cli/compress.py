@@ -46,6 +46,7 @@ EXAMPLES = """Examples:
     opts.BUDGET,
     opts.PRUNING,
     opts.SUMMARY,
+    opts.ENGINE,
     opts.OUTPUT,
     opts.ARCHIVE,
     opts.JOBS,

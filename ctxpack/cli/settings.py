@@ -127,6 +127,8 @@ SUMMARY: Group = {
     "no_cache": _flag("--no-cache", help="Do not reuse cached LLM summaries."),
     "previous_summary": _text("--previous-summary", help="File with an earlier summary to update."),
 }
+# The engine and summarizer by name, and what the compaction may touch.
+ENGINE: Group = _settings(*config.ENGINE_SETTINGS)
 OUTPUT: Group = {
     "to": _text("--to", help="Output format (default: same as input)."),
     "report_file": _text("--report", help="Also write the report as JSON to this file."),
@@ -260,6 +262,7 @@ def compress_settings(
 ) -> CompressSettings:
     """The compaction settings, from the BUDGET, SUMMARY and PRUNING options.
     `sending=False` (a request only shown): no API key is needed."""
+    from ctxpack.engines import registry
     from ctxpack.pipeline.compaction import CompressSettings
 
     params = ctx.params
@@ -267,6 +270,15 @@ def compress_settings(
     if not sending:
         env["OPENAI_API_KEY"] = env.get("OPENAI_API_KEY") or "not-sent"
     previous = params["previous_summary"]
+    summarizer = resolved["summarizer"]
+    if params["offline"] and summarizer not in (None, config.OFFLINE_SUMMARIZER):
+        raise UsageError(f"--offline contradicts --summarizer {summarizer}")
+    offline = params["offline"] or summarizer == config.OFFLINE_SUMMARIZER
+    llm = config.llm_from(resolved, offline=offline, use_cache=not params["no_cache"], env=env)
+    # Before any work: an unknown name is a usage error that lists what is
+    # installed, and a plugin that cannot load fails here, not per file.
+    registry.engine(resolved["engine"])
+    registry.summarizer(summarizer, llm=llm)
     return CompressSettings(
         budget=config.budget_from(resolved),
         focus=resolved["focus"],
@@ -275,13 +287,14 @@ def compress_settings(
             if previous is not None
             else None
         ),
-        llm=config.llm_from(
-            resolved, offline=params["offline"], use_cache=not params["no_cache"], env=env
-        ),
+        llm=llm,
         on_failure=(
             "strict" if params["strict"] else "abort" if params["abort_on_failure"] else "fallback"
         ),
         recall=resolved["recall"],
+        engine=resolved["engine"],
+        summarizer=summarizer,
+        system_note=not resolved["no_system_note"],
         **more,
     )
 

@@ -93,6 +93,7 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
         opts.COUNT,
         opts.BUDGET,
         opts.SUMMARY,
+        opts.ENGINE,
         opts.OUTPUT,
         opts.ARCHIVE,
         opts.CONFIG,

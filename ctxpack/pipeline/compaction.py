@@ -19,11 +19,12 @@ from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_me
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.settings import BUILTIN_ENGINE
 from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
-from ctxpack.summarize.protocol import SummaryRequest
+from ctxpack.summarize.protocol import Summarizer, SummaryRequest
 from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
@@ -52,6 +53,17 @@ class CompressSettings:
     redact: bool = False
     # Tell the model that placeholders and the record can be read back (ctxpack mcp).
     recall: bool = False
+    # The engine and summarizer by name (ctxpack.engines.registry): names, not
+    # objects, so that settings travel to batch workers.
+    engine: str = BUILTIN_ENGINE
+    summarizer: str | None = None
+    # False: the system message stays as it was, which keeps a prompt cache warm.
+    system_note: bool = True
+
+
+def should_compact(*, tokens: int, budget: Budget) -> bool:
+    """The built-in rule: a session is compacted once it reaches the threshold."""
+    return tokens >= budget.threshold_tokens
 
 
 def compress_messages(
@@ -61,13 +73,16 @@ def compress_messages(
     settings: CompressSettings,
     label: str = "",
     last_timestamp: str | None = None,
+    summarizer: Summarizer | None = None,
 ) -> tuple[list[Message], SessionReport]:
+    """`summarizer`: a plugin chosen by name; None: the LLM or offline one, by settings.llm."""
     out, report = _compact(
         messages,
         counter=counter,
         settings=settings,
         label=label,
         last_timestamp=last_timestamp,
+        summarizer=summarizer,
     )
     if settings.redact:
         out = redact_output(out, report=report, counter=counter)
@@ -93,6 +108,7 @@ def _compact(
     settings: CompressSettings,
     label: str,
     last_timestamp: str | None,
+    summarizer: Summarizer | None,
 ) -> tuple[list[Message], SessionReport]:
     prune_settings = PruneSettings(
         budget=settings.budget, min_savings=settings.min_savings, recall=settings.recall
@@ -107,7 +123,7 @@ def _compact(
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status=Status.UNDER_THRESHOLD, before=before, after=before)
     threshold = settings.budget.threshold_tokens
-    if not settings.force and before.tokens < threshold:
+    if not settings.force and not should_compact(tokens=before.tokens, budget=settings.budget):
         report.notes.append(
             f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
         )
@@ -132,6 +148,7 @@ def _compact(
         settings=settings,
         report=report,
         last_timestamp=last_timestamp,
+        summarizer=summarizer,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
@@ -147,6 +164,7 @@ def summarize_messages(
     last_timestamp: str | None = None,
     plan: AlignPlan | None = None,
     require_previous: bool = False,
+    summarizer: Summarizer | None = None,
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
     if plan is None:
@@ -175,6 +193,7 @@ def summarize_messages(
         llm=settings.llm,
         on_failure=settings.on_failure,
         offline=OfflineSummarizer(),
+        chosen=summarizer,
     )
     text = result.text.rstrip()
     active = _active_request(messages, plan.latest_user_index, plan.head_end, plan.tail_start)
@@ -199,7 +218,7 @@ def summarize_messages(
     refs = [*prepared.earlier_refs, ref_for(source_turns)]
     cited = [markers.cite(ref, recall=settings.recall) for ref in refs]
     text = f"{text}\n\n{markers.source_turns(cited)}"
-    first = not any(markers.has_system_note(msg) for msg in head)
+    first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
     # Calls the input itself has no result for yet stay where they were.
     _, unanswered = toolpairs.orphans(messages)
     pending = frozenset(use.call_id for use in unanswered if use.call_id)
@@ -316,7 +335,11 @@ def _record_prune(report: SessionReport, result: PruneResult) -> None:
 
 
 def compress_transcript(
-    transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    summarizer: Summarizer | None = None,
 ) -> tuple[Transcript, CompressReport]:
     def compact(
         number: int, messages: list[Message], last_timestamp: str | None
@@ -327,6 +350,7 @@ def compress_transcript(
             settings=settings,
             label=transcript.sessions[number].label or f"#{number}",
             last_timestamp=last_timestamp,
+            summarizer=summarizer,
         )
 
     return _each_session(transcript, compact)
@@ -339,6 +363,7 @@ def summarize_transcript(
     settings: CompressSettings,
     plans: list[AlignPlan] | None = None,
     require_previous: bool = False,
+    summarizer: Summarizer | None = None,
 ) -> tuple[Transcript, CompressReport]:
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
 
@@ -360,6 +385,7 @@ def summarize_transcript(
             last_timestamp=last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
+            summarizer=summarizer,
         )
         if out is not messages:
             report.summary_saved = before.tokens - counter.messages(out)
