@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxpack.pipeline.compaction import compress_transcript, should_compact, summarize_transcript
+from ctxpack.pipeline.compaction import compress_transcript, summarize_transcript
 from ctxpack.settings import BUILTIN_ENGINE
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ class BuiltinEngine:
     name = BUILTIN_ENGINE
 
     def should_compact(self, *, tokens: int, budget: Budget) -> bool:
-        return should_compact(tokens=tokens, budget=budget)
+        return budget.reached(tokens)
 
     def compact(
         self, transcript: Transcript, settings: EngineSettings, *, counter: TokenCounter

@@ -53,17 +53,11 @@ class CompressSettings:
     redact: bool = False
     # Tell the model that placeholders and the record can be read back (ctxpack mcp).
     recall: bool = False
-    # The engine and summarizer by name (ctxpack.engines.registry): names, not
-    # objects, so that settings travel to batch workers.
+    # By name (ctxpack.engines.registry), so that settings travel to batch workers.
     engine: str = BUILTIN_ENGINE
     summarizer: str | None = None
     # False: the system message stays as it was, which keeps a prompt cache warm.
     system_note: bool = True
-
-
-def should_compact(*, tokens: int, budget: Budget) -> bool:
-    """The built-in rule: a session is compacted once it reaches the threshold."""
-    return tokens >= budget.threshold_tokens
 
 
 def compress_messages(
@@ -123,7 +117,7 @@ def _compact(
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status=Status.UNDER_THRESHOLD, before=before, after=before)
     threshold = settings.budget.threshold_tokens
-    if not settings.force and not should_compact(tokens=before.tokens, budget=settings.budget):
+    if not settings.force and not settings.budget.reached(before.tokens):
         report.notes.append(
             f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
         )

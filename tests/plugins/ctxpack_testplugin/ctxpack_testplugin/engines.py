@@ -6,7 +6,6 @@ from ctxpack import messages as m
 from ctxpack.align.boundaries import latest_user_index
 from ctxpack.align.budget import Budget
 from ctxpack.engines.protocol import EngineSettings
-from ctxpack.pipeline.compaction import should_compact
 from ctxpack.prune.stage import PruneSettings, prune_transcript
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.tokens.counter import TokenCounter
@@ -20,7 +19,7 @@ class PruneOnly:
     name = "prune-only"
 
     def should_compact(self, *, tokens: int, budget: Budget) -> bool:
-        return should_compact(tokens=tokens, budget=budget)
+        return budget.reached(tokens)
 
     def compact(
         self, transcript: Transcript, settings: EngineSettings, *, counter: TokenCounter
