@@ -30,14 +30,14 @@ T = TypeVar("T")
 NOTHING_WRITTEN = "nothing was written"
 
 
-def _run(plugin: Plugin, call: Callable[[], T]) -> T:
+def _run(plugin: Plugin, call: Callable[[], T], *, path: str | None = None) -> T:
     try:
         return call()
     except CtxpackError:
         raise
     except Exception as exc:
         raise PluginError(
-            f"{plugin.label} failed ({type(exc).__name__}: {exc}); {NOTHING_WRITTEN}"
+            f"{plugin.label} failed ({type(exc).__name__}: {exc}); {NOTHING_WRITTEN}", path=path
         ) from exc
 
 
@@ -58,7 +58,9 @@ class CheckedEngine:
         self, transcript: Transcript, settings: EngineSettings, *, counter: TokenCounter
     ) -> tuple[Transcript, CompressReport]:
         returned: Any = _run(
-            self.plugin, lambda: self.engine.compact(transcript, settings, counter=counter)
+            self.plugin,
+            lambda: self.engine.compact(transcript, settings, counter=counter),
+            path=transcript.path,
         )
         problem = invalid_result(transcript, returned)
         if problem:
