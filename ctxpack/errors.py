@@ -52,6 +52,11 @@ class SummarizerError(CtxpackError):
     """The summarizer failed in a way that must not fall back (auth, abort-on-failure)."""
 
 
+class PluginError(CtxpackError):
+    """An engine or summarizer plugin failed, or returned what ctxpack cannot
+    write (a broken transcript, no summary); nothing is written."""
+
+
 class StrictFallbackError(CtxpackError):
     """The LLM summary failed and --strict forbids the offline fallback."""
 

@@ -50,6 +50,10 @@ class SessionReport:
     blobs: list[Blob] = field(default_factory=list, repr=False)
     # The messages [start, end) of the session that the summary replaced.
     summarized: tuple[int, int] | None = None
+    # The leading messages the output shares with the input, unchanged, and
+    # their tokens: what a provider's prompt cache can still serve.
+    cache_prefix_messages: int = 0
+    cache_prefix_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +78,10 @@ class SessionReport:
             "notes": list(self.notes),
             "sanitized": list(self.sanitizer_notes),
             "retention": self.retention,
+            "cache_prefix": {
+                "messages": self.cache_prefix_messages,
+                "tokens": self.cache_prefix_tokens,
+            },
         }
 
 
@@ -99,6 +107,10 @@ class CompressReport:
     def after(self) -> Tally:
         return _sum(s.after for s in self.sessions)
 
+    @property
+    def cache_prefix_tokens(self) -> int:
+        return sum(s.cache_prefix_tokens for s in self.sessions)
+
     def to_dict(self) -> dict[str, Any]:
         before, after = self.before, self.after
         return {
@@ -109,6 +121,7 @@ class CompressReport:
             "tokens_before": before.tokens,
             "tokens_after": after.tokens,
             "ratio": ratio(after.tokens, before.tokens),
+            "cache_prefix_tokens": self.cache_prefix_tokens,
             "sessions": [s.to_dict() for s in self.sessions],
             **({"fit": self.fit.to_dict()} if self.fit is not None else {}),
         }

@@ -32,6 +32,10 @@ DEFAULT_SUMMARIZER_CONTEXT = 32_000
 # A session smaller than the tail budget (a forced run) keeps this share of its
 # own tokens as its tail: the 200k-context default would keep it all.
 DEFAULT_FORCED_TAIL_RATIO = 0.25
+# The compaction engine used unless another is named; the summarizers built in.
+BUILTIN_ENGINE = "builtin"
+LLM_SUMMARIZER = "llm"
+OFFLINE_SUMMARIZER = "offline"
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,26 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("focus", str, None, "Topic the summary should favour"),
     Setting("jobs", int, 1, "Worker processes for batches"),
     Setting(
+        "engine",
+        str,
+        BUILTIN_ENGINE,
+        "Compaction engine: builtin, or an installed plugin's name (ctxpack engines)",
+    ),
+    Setting(
+        "summarizer",
+        str,
+        None,
+        f"Summarizer: {LLM_SUMMARIZER}, {OFFLINE_SUMMARIZER}, or an installed plugin's name;"
+        f" unset: {LLM_SUMMARIZER} when a model is configured, else {OFFLINE_SUMMARIZER}",
+    ),
+    Setting(
+        "no_system_note",
+        bool,
+        False,
+        "Leave the system message byte for byte as it was: no compaction note on it, so a"
+        " provider's prompt cache keeps serving it",
+    ),
+    Setting(
         "recall",
         bool,
         False,
@@ -174,6 +198,7 @@ BUDGET_SETTINGS = (
     "protect_last",
 )
 LLM_SETTINGS = ("model", "base_url", "api_key", "timeout", "max_retries", "summarizer_context")
+ENGINE_SETTINGS = ("engine", "summarizer", "no_system_note")
 
 # Context windows of common models, so --model can imply --context-length.
 KNOWN_CONTEXT: dict[str, int] = {

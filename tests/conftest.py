@@ -77,3 +77,32 @@ def private_state(
         "OPENAI_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+# A plugin package with its own entry points (engines and summarizers).
+PLUGIN = Path(__file__).resolve().parent / "plugins" / "ctxpack_testplugin"
+
+
+@pytest.fixture
+def plugin(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test plugin installed as pip would leave it for importlib.metadata: a
+    dist-info folder (METADATA, entry_points.txt from its pyproject) on sys.path,
+    next to its source. Returns the PYTHONPATH a child process needs to see it."""
+    import tomllib
+
+    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]
+    site = tmp_path_factory.mktemp("site")
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items())
+            for group, entries in project["entry-points"].items()
+        )
+    )
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    monkeypatch.syspath_prepend(str(site))
+    return os.pathsep.join([str(site), str(PLUGIN)])

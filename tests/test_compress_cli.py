@@ -27,6 +27,7 @@ FILE_KEYS = {
     "tokens_before",
     "tokens_after",
     "ratio",
+    "cache_prefix_tokens",
     "sessions",
 }
 SESSION_KEYS = {
@@ -51,6 +52,7 @@ SESSION_KEYS = {
     "notes",
     "sanitized",
     "retention",
+    "cache_prefix",
 }
 TALLY_KEYS = {"messages", "tokens", "messages_by_role", "tokens_by_role", "tokens_by_kind"}
 

@@ -35,6 +35,10 @@ class Budget:
         """Compaction starts when a transcript reaches this many tokens."""
         return int(self.context_length * self.threshold)
 
+    def reached(self, tokens: int) -> bool:
+        """Whether a session of `tokens` tokens is due for compaction."""
+        return tokens >= self.threshold_tokens
+
     @property
     def tail_budget(self) -> int:
         """Tokens kept verbatim at the end of the transcript."""

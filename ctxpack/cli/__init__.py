@@ -26,6 +26,7 @@ COMMANDS = {
     "config": "compress",
     "formats": "formats",
     "convert": "formats",
+    "engines": "engines",
     "restore": "archive",
     "show": "archive",
     "log": "archive",

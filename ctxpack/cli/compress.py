@@ -50,6 +50,7 @@ EXAMPLES = """Examples:
     opts.FIT,
     opts.PRUNING,
     opts.SUMMARY,
+    opts.ENGINE,
     opts.OUTPUT,
     opts.ARCHIVE,
     opts.JOBS,

@@ -11,6 +11,7 @@ from ctxpack.cli import settings as opts
 from ctxpack.cli.app import JsonOpt, app, print_json
 
 if TYPE_CHECKING:
+    from ctxpack.evaluate.cache import Breakpoint
     from ctxpack.transcript import Transcript
 
 # The format whose reader starts at the agent's own last compaction.
@@ -25,6 +26,7 @@ def _messages(transcript: Transcript) -> int:
     epilog="Examples:\n\n\b\n  ctxpack count session.jsonl"
     "\n\n\b\n  cat s.jsonl | ctxpack count - --json"
     "\n\n\b\n  ctxpack count runs.json --messages-key traj --encoding cl100k_base"
+    "\n\n\b\n  ctxpack count session.jsonl --cache-breakpoints"
 )
 @opts.takes(opts.READ, opts.COUNT, opts.CONFIG)
 def count(
@@ -41,18 +43,30 @@ def count(
             " (claude-stream-json), which it no longer sees.",
         ),
     ] = False,
+    cache_breakpoints: Annotated[
+        bool,
+        typer.Option(
+            "--cache-breakpoints",
+            help="Also show where a Claude request's four prompt-cache breakpoints would fall"
+            " (the end of the system prompt, the last three messages), each with the tokens"
+            " it caches.",
+        ),
+    ] = False,
 ) -> None:
     """Count tokens and messages by role and by kind, per session and in total.
 
     What is counted is what the agent would resume from: for claude-stream-json,
     the turns after its last compact boundary (a note says how many come before;
     --all counts them too)."""
-    from ctxpack.cli.render import count_report, note
+    from ctxpack.cli.render import breakpoint_table, count_report, note
+    from ctxpack.evaluate.cache import breakpoints
     from ctxpack.tokens.tally import count_transcript
 
     counter = opts.counter(ctx, opts.resolve(ctx))
     fmt = ctx.params["from_"]
     reports = []
+    # Per file: (session label, its breakpoints) for every session.
+    marks: list[list[tuple[str, list[Breakpoint]]]] = []
     for path in paths:
         transcript = opts.load(ctx, path, fmt=fmt, whole_history=whole)
         # (stdin cannot be read twice: it is counted without the note)
@@ -66,8 +80,22 @@ def count(
                     f" {earlier:,} earlier message(s) before it are not counted (--all counts them)"
                 )
         reports.append(count_transcript(transcript, counter=counter))
+        if cache_breakpoints:
+            marks.append(
+                [
+                    (s.label or f"#{n}", breakpoints(s.messages, counter=counter))
+                    for n, s in enumerate(transcript.sessions)
+                ]
+            )
     if json_out:
         data = [r.to_dict() for r in reports]
+        for document, sessions in zip(data, marks, strict=False):
+            document["cache_breakpoints"] = [
+                {"session": label, "breakpoints": [vars(b) for b in found]}
+                for label, found in sessions
+            ]
         print_json(data[0] if len(data) == 1 else {"files": data})
-    else:
-        count_report(reports)
+        return
+    count_report(reports)
+    for report, sessions in zip(reports, marks, strict=False):
+        breakpoint_table(report.path, sessions)

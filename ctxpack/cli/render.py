@@ -81,6 +81,25 @@ def count_report(reports: list[CountReport]) -> None:
             console.print(table)
 
 
+def breakpoint_table(path: str, sessions: list[tuple[str, list[Any]]]) -> None:
+    """Where a Claude request's cache breakpoints fall, session by session."""
+    table = Table(
+        show_edge=False, title=f"{_escape(path)}: cache breakpoints", title_justify="left"
+    )
+    table.add_column("session")
+    table.add_column("after")
+    table.add_column("role")
+    table.add_column("cached tokens", justify="right")
+    for label, found in sessions[:MAX_SESSION_ROWS]:
+        for mark in found:
+            where = "system prompt" if mark.system else f"message #{mark.index}"
+            table.add_row(_escape(label), where, mark.role, f"{mark.position:,}")
+    hidden = len(sessions) - MAX_SESSION_ROWS
+    if hidden > 0:
+        table.add_row(f"… {hidden} more (see --json)", "", "", "", style="dim")
+    console.print(table)
+
+
 def _sessions_table(report: CountReport) -> Table:
     table = Table(show_edge=False)
     table.add_column("session")
@@ -186,6 +205,10 @@ def compress_report(report: Any) -> None:
     if report.fit is not None:
         facts.extend(_fit_facts(report.fit))
     facts.append(("ratio", f"{after.tokens / before.tokens:.1%}" if before.tokens else "-"))
+    kept = report.cache_prefix_tokens
+    facts.append(
+        ("cache prefix", f"{kept:,} tokens unchanged ({_pct(kept, before.tokens)} of the input)")
+    )
     if report.output:
         facts.append(("written to", report.output))
     key_values("", facts)

@@ -128,6 +128,8 @@ SUMMARY: Group = {
     "no_cache": _flag("--no-cache", help="Do not reuse cached LLM summaries."),
     "previous_summary": _text("--previous-summary", help="File with an earlier summary to update."),
 }
+# The engine and summarizer by name, and what the compaction may touch.
+ENGINE: Group = _settings(*config.ENGINE_SETTINGS)
 OUTPUT: Group = {
     "to": _text("--to", help="Output format (default: same as input)."),
     "report_file": _text("--report", help="Also write the report as JSON to this file."),
@@ -261,6 +263,7 @@ def compress_settings(
 ) -> CompressSettings:
     """The compaction settings, from the BUDGET, SUMMARY and PRUNING options.
     `sending=False` (a request only shown): no API key is needed."""
+    from ctxpack.engines import registry
     from ctxpack.fit.target import FitTarget
     from ctxpack.pipeline.compaction import CompressSettings
 
@@ -270,6 +273,15 @@ def compress_settings(
         env["OPENAI_API_KEY"] = env.get("OPENAI_API_KEY") or "not-sent"
     previous = params["previous_summary"]
     fit = resolved["fit"] if "fit" in params else None
+    summarizer = resolved["summarizer"]
+    if params["offline"] and summarizer not in (None, config.OFFLINE_SUMMARIZER):
+        raise UsageError(f"--offline contradicts --summarizer {summarizer}")
+    offline = params["offline"] or summarizer == config.OFFLINE_SUMMARIZER
+    llm = config.llm_from(resolved, offline=offline, use_cache=not params["no_cache"], env=env)
+    # Before any work: an unknown name is a usage error that lists what is
+    # installed, and a plugin that cannot load fails here, not per file.
+    registry.engine(resolved["engine"])
+    registry.summarizer(summarizer, llm=llm)
     return CompressSettings(
         budget=config.budget_from(resolved),
         focus=resolved["focus"],
@@ -278,15 +290,16 @@ def compress_settings(
             if previous is not None
             else None
         ),
-        llm=config.llm_from(
-            resolved, offline=params["offline"], use_cache=not params["no_cache"], env=env
-        ),
+        llm=llm,
         on_failure=(
             "strict" if params["strict"] else "abort" if params["abort_on_failure"] else "fallback"
         ),
         recall=resolved["recall"],
         fit=FitTarget.parse(fit) if fit is not None else None,
         fit_best_effort=bool(resolved["fit_best_effort"]),
+        engine=resolved["engine"],
+        summarizer=summarizer,
+        system_note=not resolved["no_system_note"],
         **more,
     )
 

@@ -96,6 +96,7 @@ def _command(*, require_previous: bool) -> Callable[..., None]:
         opts.BUDGET,
         *fit,
         opts.SUMMARY,
+        opts.ENGINE,
         opts.OUTPUT,
         opts.ARCHIVE,
         opts.CONFIG,

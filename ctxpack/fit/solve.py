@@ -35,6 +35,7 @@ from ctxpack.pipeline.compaction import (
 )
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_messages
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.summarize.protocol import Summarizer
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.tally import tally
 from ctxpack.transcript import Message, Transcript
@@ -96,8 +97,10 @@ class _Session:
         counter: TokenCounter,
         settings: CompressSettings,
         last_timestamp: str | None,
+        summarizer: Summarizer | None,
     ) -> None:
         self.messages = messages
+        self.summarizer = summarizer
         self.label = label
         self.counter = counter
         self.settings = settings
@@ -218,6 +221,7 @@ class _Session:
             report=report,
             last_timestamp=self.last_timestamp,
             plan=replace(plan, adjustments=list(plan.adjustments)),
+            summarizer=self.summarizer,
         )
         report.summary_saved = before_summary - self.counter.messages(out)
         if self.settings.redact:
@@ -227,7 +231,11 @@ class _Session:
 
 
 def fit_transcript(
-    transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    summarizer: Summarizer | None = None,
 ) -> tuple[Transcript, CompressReport]:
     """Every session compacted so that the whole output is within `settings.fit`.
 
@@ -241,6 +249,7 @@ def fit_transcript(
             counter=counter,
             settings=settings,
             last_timestamp=transcript.last_timestamp,
+            summarizer=summarizer,
         )
         for number, session in enumerate(transcript.sessions)
     ]

@@ -103,4 +103,7 @@ def settings_record(settings: CompressSettings) -> dict[str, Any]:
         "redact": settings.redact,
         "recall": settings.recall,
         "model": settings.llm.model if settings.llm else None,
+        "engine": settings.engine,
+        "summarizer": settings.summarizer,
+        "system_note": settings.system_note,
     }

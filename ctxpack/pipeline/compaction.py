@@ -20,11 +20,12 @@ from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_me
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.settings import BUILTIN_ENGINE
 from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import assemble, without_merged_summary
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
-from ctxpack.summarize.protocol import SummaryRequest
+from ctxpack.summarize.protocol import Summarizer, SummaryRequest
 from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
@@ -59,6 +60,11 @@ class CompressSettings:
     # The record's budget (None: Budget.summary_budget of the middle) and form.
     record_tokens: int | None = None
     compact_record: bool = False
+    # By name (ctxpack.engines.registry), so that settings travel to batch workers.
+    engine: str = BUILTIN_ENGINE
+    summarizer: str | None = None
+    # False: the system message stays as it was, which keeps a prompt cache warm.
+    system_note: bool = True
 
 
 def compress_messages(
@@ -68,13 +74,16 @@ def compress_messages(
     settings: CompressSettings,
     label: str = "",
     last_timestamp: str | None = None,
+    summarizer: Summarizer | None = None,
 ) -> tuple[list[Message], SessionReport]:
+    """`summarizer`: a plugin chosen by name; None: the LLM or offline one, by settings.llm."""
     out, report = _compact(
         messages,
         counter=counter,
         settings=settings,
         label=label,
         last_timestamp=last_timestamp,
+        summarizer=summarizer,
     )
     if settings.redact:
         out = redact_output(out, report=report, counter=counter)
@@ -100,6 +109,7 @@ def _compact(
     settings: CompressSettings,
     label: str,
     last_timestamp: str | None,
+    summarizer: Summarizer | None,
 ) -> tuple[list[Message], SessionReport]:
     prune_settings = PruneSettings(
         budget=settings.budget, min_savings=settings.min_savings, recall=settings.recall
@@ -114,7 +124,7 @@ def _compact(
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status=Status.UNDER_THRESHOLD, before=before, after=before)
     threshold = settings.budget.threshold_tokens
-    if not settings.force and before.tokens < threshold:
+    if not settings.force and not settings.budget.reached(before.tokens):
         report.notes.append(
             f"under the threshold of {threshold:,} tokens: unchanged; --force compacts anyway"
         )
@@ -139,6 +149,7 @@ def _compact(
         settings=settings,
         report=report,
         last_timestamp=last_timestamp,
+        summarizer=summarizer,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
@@ -154,6 +165,7 @@ def summarize_messages(
     last_timestamp: str | None = None,
     plan: AlignPlan | None = None,
     require_previous: bool = False,
+    summarizer: Summarizer | None = None,
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
     if plan is None:
@@ -190,6 +202,7 @@ def summarize_messages(
         llm=settings.llm,
         on_failure=settings.on_failure,
         offline=OfflineSummarizer(),
+        chosen=summarizer,
     )
     text = result.text.rstrip()
     active = _active_request(messages, plan.latest_user_index, plan.head_end, plan.tail_start)
@@ -214,7 +227,7 @@ def summarize_messages(
     refs = [*prepared.earlier_refs, ref_for(source_turns)]
     cited = [markers.cite(ref, recall=settings.recall) for ref in refs]
     text = f"{text}\n\n{markers.source_turns(cited)}"
-    first = not any(markers.has_system_note(msg) for msg in head)
+    first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
     # Calls the input itself has no result for yet stay where they were.
     _, unanswered = toolpairs.orphans(messages)
     pending = frozenset(use.call_id for use in unanswered if use.call_id)
@@ -334,7 +347,11 @@ def record_prune(report: SessionReport, result: PruneResult) -> None:
 
 
 def compress_transcript(
-    transcript: Transcript, *, counter: TokenCounter, settings: CompressSettings
+    transcript: Transcript,
+    *,
+    counter: TokenCounter,
+    settings: CompressSettings,
+    summarizer: Summarizer | None = None,
 ) -> tuple[Transcript, CompressReport]:
     def compact(
         number: int, messages: list[Message], last_timestamp: str | None
@@ -345,6 +362,7 @@ def compress_transcript(
             settings=settings,
             label=transcript.sessions[number].label or f"#{number}",
             last_timestamp=last_timestamp,
+            summarizer=summarizer,
         )
 
     return _each_session(transcript, compact)
@@ -357,6 +375,7 @@ def summarize_transcript(
     settings: CompressSettings,
     plans: list[AlignPlan] | None = None,
     require_previous: bool = False,
+    summarizer: Summarizer | None = None,
 ) -> tuple[Transcript, CompressReport]:
     """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
 
@@ -378,6 +397,7 @@ def summarize_transcript(
             last_timestamp=last_timestamp,
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
+            summarizer=summarizer,
         )
         if out is not messages:
             report.summary_saved = before.tokens - counter.messages(out)

@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxpack.align.plan import plans_from_json
+from ctxpack.align.plan import AlignPlan, plans_from_json
 from ctxpack.archive.types import SUMMARIZED_TURNS, Origin
+from ctxpack.engines import registry
+from ctxpack.engines.protocol import EngineSettings, Scope
 from ctxpack.errors import RetentionError
+from ctxpack.evaluate.cache import cache_prefix
 from ctxpack.evaluate.gate import gate
 from ctxpack.evaluate.retention import EvalReport, evaluate, retention_summary
-from ctxpack.fit.solve import fit_transcript
 from ctxpack.pipeline.archiving import settings_record
-from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, summarize_transcript
+from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import Staged
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
 from ctxpack.report import CompressReport, SessionReport, Status
@@ -28,12 +30,7 @@ class Compress:
     min_retention: dict[str, float] | None = None
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
-        if self.settings.fit is not None:
-            result, report = fit_transcript(transcript, counter=counter, settings=self.settings)
-        else:
-            result, report = compress_transcript(
-                transcript, counter=counter, settings=self.settings
-            )
+        result, report = compact(transcript, self.settings, counter=counter, scope="compress")
         measured = measure_retention(transcript, result, report, counter=counter)
         if self.min_retention is not None:
             failures = gate(measured, self.min_retention)
@@ -54,20 +51,49 @@ class Summarize:
     require_previous: bool = False
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
-        if self.settings.fit is not None:
-            result, report = fit_transcript(transcript, counter=counter, settings=self.settings)
-            return _compacted(result, report, self.settings)
         plans = None
         if self.plan is not None:
             plans = plans_from_json(self.plan, sessions=[s.messages for s in transcript.sessions])
-        result, report = summarize_transcript(
+        result, report = compact(
             transcript,
+            self.settings,
             counter=counter,
-            settings=self.settings,
+            scope="summarize",
             plans=plans,
             require_previous=self.require_previous,
         )
         return _compacted(result, report, self.settings)
+
+
+def compact(
+    transcript: Transcript,
+    settings: CompressSettings,
+    *,
+    counter: TokenCounter,
+    scope: Scope,
+    plans: list[AlignPlan] | None = None,
+    require_previous: bool = False,
+) -> tuple[Transcript, CompressReport]:
+    """The engine and summarizer the settings name, on one transcript: the one
+    way every command compacts, so that a plugin works in all of them. Names
+    are looked up here, where the work runs (a batch worker), not where the
+    settings were made."""
+    engine = registry.engine(settings.engine)
+    summarizer = registry.summarizer(settings.summarizer, llm=settings.llm)
+    chosen = EngineSettings(
+        compress=settings,
+        scope=scope,
+        summarizer=summarizer,
+        plans=plans,
+        require_previous=require_previous,
+    )
+    result, report = engine.compact(transcript, chosen, counter=counter)
+    for before, after, session in zip(
+        transcript.sessions, result.sessions, report.sessions, strict=True
+    ):
+        prefix = cache_prefix(before.messages, after.messages, counter=counter)
+        session.cache_prefix_messages, session.cache_prefix_tokens = prefix.messages, prefix.tokens
+    return result, report
 
 
 @dataclass

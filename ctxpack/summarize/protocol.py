@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
+
+if TYPE_CHECKING:
+    from ctxpack.summarize.llm.settings import LLMSettings
 
 # The template's headings, fixed and in this order.
 HEADINGS = (
@@ -51,7 +54,8 @@ class SummaryResult:
     """The summary body: every heading of HEADINGS as `## Heading` sections."""
 
     text: str
-    source: Literal["llm", "offline"]
+    # "llm", "offline", or a plugin's own name: the report's summary_source.
+    source: str
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -60,3 +64,10 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult: ...
+
+
+class SummarizerFactory(Protocol):
+    """What a `ctxpack.summarizers` entry point names: called once per file with
+    the LLM settings in effect (None when no model is configured)."""
+
+    def __call__(self, *, llm: LLMSettings | None) -> Summarizer: ...

@@ -25,8 +25,12 @@ def run_summary(
     llm: LLMSettings | None,
     on_failure: OnFailure,
     offline: Summarizer,
+    chosen: Summarizer | None = None,
 ) -> SummaryResult:
     """The summary of `request.middle`.
+
+    `chosen`, a summarizer named by the user (a plugin), writes it alone:
+    its failures are its own to report, with no fallback.
 
     An LLM failure that may fall back (SummaryFailed) uses `offline` and says
     so in the warnings, unless `on_failure` is "strict" (StrictFallbackError,
@@ -34,6 +38,8 @@ def run_summary(
     raise SummarizerError: a fallback would hide the misconfiguration.
     """
     request = effective_request(request)
+    if chosen is not None:
+        return chosen.summarize(request, counter=counter)
     if llm is None:
         return offline.summarize(request, counter=counter)
     try:

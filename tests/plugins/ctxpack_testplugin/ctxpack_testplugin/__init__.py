@@ -1,0 +1,1 @@
+"""Engines and summarizers that exercise ctxpack's plugin interface."""
