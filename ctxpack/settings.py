@@ -29,6 +29,7 @@ DEFAULT_ENCODING = "o200k_base"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_SUMMARIZER_CONTEXT = 32_000
+RUNNERS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,21 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("focus", str, None, "Topic the summary should favour"),
     Setting("jobs", int, 1, "Worker processes for batches"),
+    Setting(
+        "runner",
+        str,
+        "local",
+        "Where a batch runs: local (--jobs processes) or ray (a Ray cluster; pip install"
+        " 'ctxpack[ray]')",
+        lambda v: v in RUNNERS,
+        " or ".join(RUNNERS),
+    ),
+    Setting(
+        "ray_address",
+        str,
+        None,
+        "Ray cluster for --runner ray: ray://HOST:10001 or auto; unset: a Ray on this machine",
+    ),
     Setting(
         "recall",
         bool,
