@@ -34,6 +34,8 @@ ray_data = pytest.importorskip("ray.data", reason="Ray Data is not installed: ra
 
 from ctxpack.distributed import compact_dataset, record_of  # noqa: E402
 
+# Ray Data's context warns of its own deprecated fields whenever it is copied.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 runner = CliRunner()
 CORRUPT = b'{"role":"user","content":"a"}\n{"role": bad\n'
 # Small enough that most fixtures are compacted, so most outputs need the archive.

@@ -247,9 +247,9 @@ def _require() -> None:
 
 @contextlib.contextmanager
 def connected(address: str | None, *, quiet: bool) -> Iterator[None]:
-    """Ray for the run: the cluster at `address` (ray://HOST:10001, auto), else a
-    Ray started on this machine and stopped after; one already started by the
-    caller is used as it is."""
+    """Ray for the run: the cluster at `address` (ray://HOST:10001, auto) or
+    $RAY_ADDRESS, else a Ray started on this machine and stopped after; one
+    already started by the caller is used as it is."""
     _require()
     import ray
     import ray.data
@@ -263,7 +263,10 @@ def connected(address: str | None, *, quiet: bool) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
-    local: dict[str, Any] = {"include_dashboard": False} if address is None else {}
+    # Ray takes RAY_ADDRESS, when set, for the cluster to join: options of a
+    # new instance are refused there.
+    joining = address is not None or bool(os.environ.get("RAY_ADDRESS"))
+    local: dict[str, Any] = {} if joining else {"include_dashboard": False}
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=not quiet, **local)
     except (ConnectionError, RuntimeError, ValueError) as exc:
