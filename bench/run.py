@@ -406,10 +406,10 @@ def main() -> None:
     results: dict[str, Any] = {"sizes": {}}
     results["small"] = small_rows(OUT)
     results["many files"] = many_files_row(OUT, args.runs)
-    results["ray"] = ray_row(OUT, args.runs)
     if args.small_only:
         (OUT / "small.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
         return
+    results["ray"] = ray_row(OUT, args.runs)
     startup, typer_import, _ = paired(
         [*CTXPACK, "--version"], [sys.executable, "-c", "import typer"], 7
     )
