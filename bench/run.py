@@ -11,7 +11,9 @@ baseline (best of --runs each), and divides by that baseline:
 - a single call on a 100 KB session (median of 20): `python -c "import orjson,
   tiktoken"`, with the import chain of `count` on it;
 - a directory of 500 small sessions through one `compress DIR --jobs N`: the
-  raw limit of all its files in one process.
+  raw limit of all its files in one process;
+- the same directory through `compress DIR --runner ray`: against `--jobs 2`,
+  and Ray's own start and stop on this machine.
 
 Prints ratios, targets and peak RSS; writes bench/out/results.json.
 """
@@ -229,15 +231,21 @@ for path in sorted(Path(folder).glob("*.jsonl")):
 """
 
 
-def many_files_row(out: Path, runs: int) -> dict[str, Any]:
-    """500 small sessions (each one bundled session, in turn, with fresh ids)
-    through one `compress DIR --jobs N` call against parsing and tokenizing them
-    all in one process."""
+def many_sessions(out: Path) -> Path:
+    """The folder of 500 small sessions: each one bundled session, in turn, with fresh ids."""
     folder = out / "many"
     if not folder.is_dir() or len(list(folder.glob("*.jsonl"))) < MANY_FILES:
         folder.mkdir(parents=True, exist_ok=True)
         for number in range(MANY_FILES):
             build_input(1, folder / f"s{number:03d}.jsonl", first=number)
+    return folder
+
+
+def many_files_row(out: Path, runs: int) -> dict[str, Any]:
+    """500 small sessions (each one bundled session, in turn, with fresh ids)
+    through one `compress DIR --jobs N` call against parsing and tokenizing them
+    all in one process."""
+    folder = many_sessions(out)
     script = out / "limit.py"
     script.write_text(BASELINE)
     jobs = len(os.sched_getaffinity(0))
@@ -274,6 +282,51 @@ def many_files_row(out: Path, runs: int) -> dict[str, Any]:
         f"\n{MANY_FILES} small sessions, compress DIR --jobs {jobs}, best of {runs}:"
         f" {seconds:6.2f}s vs {base:5.2f}s  {ratio:5.2f}x (<= 1.5x)  RSS {rss / 1e6:6.1f} MB  {ok}"
     )
+    return row
+
+
+RAY_START = (
+    "import ray; ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); ray.shutdown()"
+)
+
+
+def ray_row(out: Path, runs: int) -> dict[str, Any]:
+    """`compress DIR --runner ray` (a local Ray on this machine's cores) against
+    `--jobs 2` on the 500 small sessions, in files per second; both include
+    their start, and Ray's own is timed alone beside them."""
+    folder = many_sessions(out)
+    size = sum(p.stat().st_size for p in folder.glob("*.jsonl"))
+
+    def compress(runner: list[str], name: str) -> list[str]:
+        archive = out / f"{name}.db"
+        for stale in out.glob(f"{archive.name}*"):
+            stale.unlink()
+        return [
+            *CTXPACK,
+            *("compress", "--offline", "--force", str(folder), "-o", str(out / name)),
+            *("--archive", str(archive), *runner),
+        ]
+
+    ray_times, jobs_times, start_times = [], [], []
+    for _ in range(runs):
+        jobs_times.append(measure(compress(["--jobs", "2"], "many-jobs"))[0])
+        ray_times.append(measure(compress(["--runner", "ray"], "many-ray"))[0])
+        start_times.append(measure([sys.executable, "-c", RAY_START])[0])
+    ray_s, jobs_s, start_s = min(ray_times), min(jobs_times), min(start_times)
+    row = {
+        "files": MANY_FILES,
+        "bytes": size,
+        "ray_s": ray_s,
+        "jobs2_s": jobs_s,
+        "ray_start_s": start_s,
+        "ray_files_per_s": MANY_FILES / ray_s,
+        "jobs2_files_per_s": MANY_FILES / jobs_s,
+        "ratio": ray_s / jobs_s,
+    }
+    print(f"\n{MANY_FILES} small sessions ({size / 1e6:.1f} MB), best of {runs}:")
+    for name, seconds in (("compress DIR --runner ray", ray_s), ("compress DIR --jobs 2", jobs_s)):
+        print(f"  {name:38s} {seconds:6.2f}s  {MANY_FILES / seconds:6.1f} files/s")
+    print(f"  ray takes {row['ratio']:.2f}x the time; Ray's own start and stop: {start_s:.2f}s")
     return row
 
 
@@ -329,10 +382,17 @@ def main() -> None:
     parser.add_argument(
         "--small-only", action="store_true", help="only the 100 KB and the 500-file rows"
     )
+    parser.add_argument(
+        "--ray-only", action="store_true", help="only --runner ray against --jobs 2"
+    )
     args = parser.parse_args()
     # What an installed ctxpack runs: its modules compiled once (an editable
     # checkout under PYTHONDONTWRITEBYTECODE would compile them on every call).
     compileall.compile_dir(ROOT / "ctxpack", quiet=1)
+    if args.ray_only:
+        OUT.mkdir(parents=True, exist_ok=True)
+        ray_row(OUT, args.runs)
+        return
     if args.fts_only:
         OUT.mkdir(parents=True, exist_ok=True)
         for size in [int(s) for s in args.sizes.split(",")]:
@@ -349,6 +409,7 @@ def main() -> None:
     if args.small_only:
         (OUT / "small.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
         return
+    results["ray"] = ray_row(OUT, args.runs)
     startup, typer_import, _ = paired(
         [*CTXPACK, "--version"], [sys.executable, "-c", "import typer"], 7
     )

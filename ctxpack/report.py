@@ -89,6 +89,11 @@ def ratio(after: int, before: int) -> float:
     return round(after / before, 4) if before else 1.0
 
 
+def file_status(statuses: Iterable[str]) -> str:
+    """A file's status in a batch: the distinct statuses of its sessions."""
+    return ", ".join(sorted(set(statuses)))
+
+
 @dataclass
 class CompressReport:
     path: str

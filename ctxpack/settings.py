@@ -36,6 +36,7 @@ DEFAULT_FORCED_TAIL_RATIO = 0.25
 BUILTIN_ENGINE = "builtin"
 LLM_SUMMARIZER = "llm"
 OFFLINE_SUMMARIZER = "offline"
+RUNNERS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,21 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "Leave the system message byte for byte as it was: no compaction note on it, so a"
         " provider's prompt cache keeps serving it",
+    ),
+    Setting(
+        "runner",
+        str,
+        "local",
+        "Where a batch runs: local (--jobs processes) or ray (a Ray cluster; pip install"
+        " 'ctxpack[ray]')",
+        lambda v: v in RUNNERS,
+        " or ".join(RUNNERS),
+    ),
+    Setting(
+        "ray_address",
+        str,
+        None,
+        "Ray cluster for --runner ray: ray://HOST:10001 or auto; unset: a Ray on this machine",
     ),
     Setting(
         "recall",

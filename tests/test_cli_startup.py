@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ctxpack.cli import COMMAND_MODULES, COMMANDS, app, modules_for
+from tests.conftest import FIXTURES
 
 
 def test_every_command_on_the_app_is_mapped_to_its_module() -> None:
@@ -35,13 +37,13 @@ def test_modules_for_a_command_line(argv: list[str], modules: tuple[str, ...]) -
     assert modules_for(argv) == modules
 
 
-def _loaded_after(argv: list[str]) -> set[str]:
+def _loaded_after(argv: list[str], prefixes: tuple[str, ...] = ("ctxpack.cli.",)) -> set[str]:
     code = (
         "import sys\n"
         f"sys.argv = ['ctxpack', *{argv!r}]\n"
         "from ctxpack.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', *(m for m in sys.modules if m.startswith('ctxpack.cli.')))\n"
+        f"print('LOADED', *(m for m in sys.modules if m.startswith({prefixes!r})))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     last = done.stdout.splitlines()[-1].split()
@@ -61,3 +63,14 @@ def test_help_lists_every_command() -> None:
     )
     for name in COMMANDS:
         assert name in done.stdout
+
+
+def test_only_the_ray_runner_loads_ray(tmp_path: Path) -> None:
+    heavy = ("ray", "pyarrow", "ctxpack.distributed")
+    batch = ["compress", str(FIXTURES / "codex"), "-o", str(tmp_path / "out"), "--jobs", "2"]
+    for argv in (
+        [*batch, "--offline", "--force", "--archive", str(tmp_path / "a.db")],
+        ["config"],
+        ["compress", "--help"],
+    ):
+        assert _loaded_after(argv, heavy) == set(), argv

@@ -305,3 +305,16 @@ def test_prune_only_stops_when_pruning_is_enough(session_jsonl: Path, tmp_path: 
     result = runner.invoke(app, ["compress", *small, "-o", str(full)])
     assert result.exit_code == 0, result.output
     assert any(markers.is_summary(json.loads(line)) for line in full.read_bytes().splitlines())
+
+
+def test_the_ray_runner_without_ray_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None in sys.modules makes `import ray` fail as it does where Ray is not installed.
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = runner.invoke(
+        app, ["compress", str(FIXTURES / "codex"), "--runner", "ray", "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2
+    assert "--runner ray needs Ray Data: pip install 'ctxpack[ray]'" in result.stderr
+    assert not (tmp_path / "out").exists()

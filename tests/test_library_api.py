@@ -18,6 +18,15 @@ def test_importing_ctxpack_loads_no_stage() -> None:
     assert out.stdout.strip() == "['ctxpack']"
 
 
+def test_ray_is_loaded_only_when_the_distributed_package_is_used() -> None:
+    code = (
+        "import sys, ctxpack.distributed.corpus;"
+        " print(sorted({m.split('.')[0] for m in sys.modules} & {'ray', 'pyarrow'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_every_public_name_is_its_defining_object() -> None:
     assert ctxpack.read is formats.read
     assert ctxpack.write is formats.write

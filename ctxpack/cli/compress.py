@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -18,9 +18,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ctxpack.fit.plan import FitPlan
-    from ctxpack.pipeline.batch import Outcome
+    from ctxpack.pipeline.batch import Finished
     from ctxpack.pipeline.run import FileJob
     from ctxpack.pipeline.stages import Compress
+
+    # Told each finished file (its source, whether it failed); False stops the run.
+    OnDone = Callable[[str, bool], bool]
 
 
 EXAMPLES = """Examples:
@@ -36,6 +39,9 @@ EXAMPLES = """Examples:
 
 \b
   ctxpack compress logs/ -o compacted/ --jobs 4       # a whole tree, mirrored
+
+\b
+  ctxpack compress s3://bucket/runs/ -o s3://bucket/compacted/ --runner ray
 
 \b
   ctxpack compress s.jsonl --model llama3.1 --base-url http://localhost:11434/v1
@@ -54,13 +60,18 @@ EXAMPLES = """Examples:
     opts.OUTPUT,
     opts.ARCHIVE,
     opts.JOBS,
+    opts.RUNNER,
     opts.CONFIG,
 )
 def compress(
     ctx: typer.Context,
     paths: Annotated[
         list[str],
-        typer.Argument(help="Transcript files, directories, or - for stdin.", metavar="FILE|DIR|-"),
+        typer.Argument(
+            help="Transcript files, directories, or - for stdin; with --runner ray, also"
+            " URIs (s3://, gs://, ...).",
+            metavar="FILE|DIR|-",
+        ),
     ],
     output: Annotated[
         str | None,
@@ -144,12 +155,27 @@ def compress(
         settings,
         min_retention=parse_min_retention(min_retention) if min_retention is not None else None,
     )
-    found = discover(paths, include=tuple(include or ()), exclude=tuple(exclude or ()))
+    include_globs, exclude_globs = tuple(include or ()), tuple(exclude or ())
+    report_file = ctx.params["report_file"]
+    if resolved["runner"] == "ray":
+        if dry_run or json_out:
+            raise UsageError("--dry-run prints the plan of --fit on one transcript, not on Ray")
+        _compress_on_ray(
+            ctx,
+            resolved,
+            paths,
+            output=output,
+            stage=stage,
+            fail_fast=fail_fast,
+            globs=(include_globs, exclude_globs),
+        )
+        return
+    if resolved["ray_address"] is not None:
+        raise UsageError("--ray-address goes with --runner ray")
+    found = discover(paths, include=include_globs, exclude=exclude_globs)
     inputs = found.files
     if not inputs:
-        skipped = f" ({_skipped_text(found.skipped)})" if found.skipped else ""
-        raise UsageError(f"no transcripts found in the given paths{skipped}")
-    report_file = ctx.params["report_file"]
+        _none_found(found.skipped)
     single = len(inputs) == 1 and not any(Path(p).is_dir() for p in paths if p != files.STDIO)
     if (dry_run or json_out) and (settings.fit is None or not single or not dry_run):
         raise UsageError("--dry-run prints the plan of --fit on one transcript (--json with it)")
@@ -186,8 +212,73 @@ def compress(
     for job in jobs:
         if job.output:
             Path(job.output).parent.mkdir(parents=True, exist_ok=True)
-    outcomes = _run_with_progress(jobs, stage, workers=resolved["jobs"], fail_fast=fail_fast)
-    _finish(outcomes, report_file=report_file, skipped=found.skipped)
+
+    def run(done: OnDone) -> list[Finished]:
+        from ctxpack.pipeline.batch import finished, run_batch
+
+        outcomes = run_batch(
+            jobs,
+            stage=stage,
+            workers=max(1, resolved["jobs"]),
+            on_done=lambda o: done(o.job.source, bool(o.error)),
+        )
+        return [finished(o) for o in outcomes]
+
+    _finish(
+        _with_progress(len(jobs), run, fail_fast=fail_fast),
+        report_file=report_file,
+        skipped=found.skipped,
+    )
+
+
+def _compress_on_ray(
+    ctx: typer.Context,
+    resolved: config.Resolved,
+    paths: list[str],
+    *,
+    output: str | None,
+    stage: Compress,
+    fail_fast: bool,
+    globs: tuple[tuple[str, ...], tuple[str, ...]],
+) -> None:
+    """The batch on a Ray cluster: the same compaction and report, the files read
+    and written through pyarrow's filesystems (local folders, s3://, gs://, ...)."""
+    from ctxpack.cli.render import console
+    from ctxpack.distributed.corpus import compress_corpus, find
+
+    if files.STDIO in paths:
+        raise UsageError("--runner ray reads files, not stdin")
+    if output is None:
+        raise UsageError("--runner ray writes a mirror of the inputs: give -o DEST (folder or URI)")
+    corpus = find(paths, include=globs[0], exclude=globs[1])
+    if not corpus.files:
+        _none_found(corpus.skipped)
+    report_file = ctx.params["report_file"]
+    if report_file is not None:
+        files.check_writable(report_file)
+    job = opts.file_job(ctx, resolved, source="", output=None, named=True)
+
+    def run(done: OnDone) -> list[Finished]:
+        return compress_corpus(
+            corpus,
+            dest=output,
+            job=job,
+            stage=stage,
+            address=resolved["ray_address"],
+            quiet=not console.is_terminal,
+            on_done=lambda f: done(f.source, bool(f.error)),
+        )
+
+    _finish(
+        _with_progress(len(corpus.files), run, fail_fast=fail_fast),
+        report_file=report_file,
+        skipped=corpus.skipped,
+    )
+
+
+def _none_found(skipped: dict[str, int]) -> NoReturn:
+    shown = f" ({_skipped_text(skipped)})" if skipped else ""
+    raise UsageError(f"no transcripts found in the given paths{shown}")
 
 
 def _print_plan(
@@ -209,13 +300,12 @@ def _skipped_text(skipped: dict[str, int]) -> str:
     return f"{sum(skipped.values())} file(s) skipped: {parts}"
 
 
-def _run_with_progress(
-    jobs: list[FileJob], stage: Compress, *, workers: int, fail_fast: bool
-) -> list[Outcome]:
+def _with_progress(
+    total: int, run: Callable[[OnDone], list[Finished]], *, fail_fast: bool
+) -> list[Finished]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ctxpack.cli.render import console
-    from ctxpack.pipeline.batch import run_batch
 
     show = console.is_terminal
     with Progress(
@@ -228,28 +318,30 @@ def _run_with_progress(
         disable=not show,
         transient=True,
     ) as progress:
-        task = progress.add_task("", total=len(jobs))
+        task = progress.add_task("", total=total)
 
-        def done(outcome: Outcome) -> bool:
-            progress.update(task, advance=1, description=Path(outcome.job.source).name)
-            return not (fail_fast and outcome.error)
+        def done(source: str, failed: bool) -> bool:
+            progress.update(task, advance=1, description=Path(source).name)
+            return not (fail_fast and failed)
 
-        return run_batch(jobs, stage=stage, workers=max(1, workers), on_done=done)
+        return run(done)
 
 
-def _finish(outcomes: list[Outcome], *, report_file: str | None, skipped: dict[str, int]) -> None:
+def _finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, int]) -> None:
     from ctxpack.cli.outcome import write_report
     from ctxpack.cli.render import batch_totals, error, note, warn
+    from ctxpack.report import file_status
 
-    failures = [o for o in outcomes if o.error]
-    reports = [o.report for o in outcomes if o.report is not None]
+    failures = [f for f in done if f.error]
+    reports = [f.report for f in done if f.report is not None]
+    sources = [f.source for f in done]
     batch_totals(
         [
             (
-                _short(r.path, outcomes),
-                r.before.tokens,
-                r.after.tokens,
-                ", ".join(sorted({s.status for s in r.sessions})),
+                _short(r["path"], sources),
+                r["tokens_before"],
+                r["tokens_after"],
+                file_status(s["status"] for s in r["sessions"]),
             )
             for r in reports
         ]
@@ -257,32 +349,31 @@ def _finish(outcomes: list[Outcome], *, report_file: str | None, skipped: dict[s
     if skipped:
         note(_skipped_text(skipped))
     for report in reports:
-        for warning in dict.fromkeys(w for s in report.sessions for w in s.warnings):
-            warn(f"{report.path}: {warning}")
+        for warning in dict.fromkeys(w for s in report["sessions"] for w in s["warnings"]):
+            warn(f"{report['path']}: {warning}")
     for failure in failures:
         error(failure.error or "")
     if report_file is not None:
-        write_report(report_file, _batch_document(outcomes))
+        write_report(report_file, _batch_document(done))
     if failures:
         raise typer.Exit(max(f.exit_code for f in failures))
 
 
-def _short(path: str, outcomes: list[Outcome]) -> str:
+def _short(path: str, sources: list[str]) -> str:
     """A batch row names the file relative to the common directory of the batch."""
     import os.path
 
-    sources = [o.job.source for o in outcomes]
     root = os.path.commonpath(sources) if len(sources) > 1 else os.path.dirname(path)
     return os.path.relpath(path, root) if root else path
 
 
-def _batch_document(outcomes: list[Outcome]) -> dict[str, Any]:
-    reports = [o.report for o in outcomes if o.report is not None]
-    before = sum(r.before.tokens for r in reports)
-    after = sum(r.after.tokens for r in reports)
+def _batch_document(done: list[Finished]) -> dict[str, Any]:
+    reports = [f.report for f in done if f.report is not None]
+    before = sum(r["tokens_before"] for r in reports)
+    after = sum(r["tokens_after"] for r in reports)
     return {
-        "files": [r.to_dict() for r in reports],
-        "errors": [{"path": o.job.source, "error": o.error} for o in outcomes if o.error],
+        "files": reports,
+        "errors": [{"path": f.source, "error": f.error} for f in done if f.error],
         "tokens_before": before,
         "tokens_after": after,
         "ratio": round(after / before, 4) if before else 1.0,

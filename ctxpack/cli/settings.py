@@ -118,6 +118,7 @@ BUDGET: Group = _settings(*config.BUDGET_SETTINGS)
 PRUNING: Group = _settings("min_savings")
 FIT: Group = _settings("fit", "fit_best_effort")
 JOBS: Group = {"jobs": _setting_option(config.BY_NAME["jobs"], "-j")}
+RUNNER: Group = _settings("runner", "ray_address")
 SUMMARY: Group = {
     **_settings(*config.LLM_SETTINGS, "focus"),
     "offline": _flag("--offline", help="Use the offline summarizer."),

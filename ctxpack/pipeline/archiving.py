@@ -67,23 +67,60 @@ class Kept:
     blobs: list[tuple[Blob, Origin]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Record:
+    """One compaction as the archive stores it, in plain data: made where the
+    file was compacted, stored by the one process that writes the archive."""
+
+    source_path: str
+    input_bytes: bytes
+    output_bytes: bytes
+    blobs: list[Blob]
+    origins: list[Origin]
+    settings: dict[str, Any]
+    report: dict[str, Any]
+
+
+def run_record(
+    *, original: Transcript, result: Transcript, output: bytes, kept: Kept
+) -> Record | None:
+    """What the archive keeps of a run; None when nothing changed (there is nothing to undo)."""
+    if output == original.raw:
+        return None
+    cited = [*replaced_texts(original, result), *kept.blobs]
+    return Record(
+        source_path=original.path,
+        input_bytes=original.raw,
+        output_bytes=output,
+        blobs=[blob for blob, _ in cited],
+        origins=[origin for _, origin in cited],
+        settings=kept.settings,
+        report=kept.report,
+    )
+
+
+def store(archive: Archive, record: Record) -> str:
+    """Record it; storing the same record again refreshes it instead of adding a second."""
+    return archive.record_compaction(
+        source_path=record.source_path,
+        input_bytes=record.input_bytes,
+        output_bytes=record.output_bytes,
+        blobs=record.blobs,
+        origins=record.origins,
+        settings=record.settings,
+        report=record.report,
+    )
+
+
 def record_run(
     *, archive_path: str | None, original: Transcript, result: Transcript, output: bytes, kept: Kept
 ) -> str | None:
     """Store the run; None when nothing changed (there is nothing to undo)."""
-    if output == original.raw:
+    record = run_record(original=original, result=result, output=output, kept=kept)
+    if record is None:
         return None
-    cited = [*replaced_texts(original, result), *kept.blobs]
     with Archive.open(archive_path) as archive:
-        return archive.record_compaction(
-            source_path=original.path,
-            input_bytes=original.raw,
-            output_bytes=output,
-            blobs=[blob for blob, _ in cited],
-            origins=[origin for _, origin in cited],
-            settings=kept.settings,
-            report=kept.report,
-        )
+        return store(archive, record)
 
 
 def settings_record(settings: CompressSettings) -> dict[str, Any]:

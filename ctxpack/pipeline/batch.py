@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxpack import files, formats
 from ctxpack.errors import INTERRUPTED, CtxpackError, InputError
@@ -66,7 +66,9 @@ def discover(
             continue
         for child in sorted(_walk(p)):
             rel = str(child.relative_to(p))
-            reason = _skip_reason(child, rel, include=include, exclude=exclude)
+            reason = skip_reason(
+                str(child), rel, read_head=_read_head, include=include, exclude=exclude
+            )
             if reason is None:
                 found.files.append((str(child), rel))
             else:
@@ -76,36 +78,52 @@ def discover(
 
 def _walk(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not hidden(d))
         for name in filenames:
-            if not name.startswith("."):
+            if not hidden(name):
                 yield Path(dirpath) / name
+
+
+def hidden(name: str) -> bool:
+    """Dot files and folders (.git, an editor's swap files) are no part of a batch."""
+    return name.startswith(".")
+
+
+def _read_head(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(formats.HEAD_BYTES)
 
 
 def _matches(rel: str, globs: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(Path(rel).name, g) for g in globs)
 
 
-def _skip_reason(
-    path: Path, rel: str, *, include: tuple[str, ...], exclude: tuple[str, ...]
+def skip_reason(
+    path: str,
+    rel: str,
+    *,
+    read_head: Callable[[str], bytes],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
 ) -> str | None:
-    if ".ctxpack." in path.name:
+    """Why a file found in a directory is left out of the batch; None: it is kept.
+    `read_head` gives the first formats.HEAD_BYTES of a path, or raises OSError."""
+    if ".ctxpack." in Path(path).name:
         return "ctxpack output"
     if exclude and _matches(rel, exclude):
         return "--exclude"
     if include and not _matches(rel, include):
         return "not --include"
-    if not include and not path.name.endswith(TRANSCRIPT_SUFFIXES):
+    if not include and not path.endswith(TRANSCRIPT_SUFFIXES):
         return f"not {'/'.join(TRANSCRIPT_SUFFIXES)}"
     try:
-        with path.open("rb") as handle:
-            head = handle.read(formats.HEAD_BYTES)
+        head = read_head(path)
     except OSError:
         return "unreadable"
     if formats.is_binary(head):
         return "binary"
     try:
-        formats.detect(head, path=str(path))
+        formats.detect(head, path=path)
     except InputError:
         return "not a transcript"
     return None
@@ -138,6 +156,21 @@ def _worker_job(job: FileJob, stage: Compress) -> FileOutcome[CompressReport]:
 
 
 Outcome = FileOutcome[CompressReport]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One file of a batch as the batch's report shows it, whichever runner compacted it."""
+
+    source: str
+    report: dict[str, Any] | None = None  # CompressReport.to_dict(), with its output
+    error: str | None = None
+    exit_code: int = 0
+
+
+def finished(outcome: Outcome) -> Finished:
+    report = outcome.report.to_dict() if outcome.report is not None else None
+    return Finished(outcome.job.source, report, outcome.error, outcome.exit_code)
 
 
 def run_batch(

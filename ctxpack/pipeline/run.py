@@ -4,7 +4,8 @@ on formats, the archive and the output hold the same for all of them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -17,6 +18,7 @@ from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
+    from ctxpack.pipeline.archiving import Record
     from ctxpack.refs import Blob
 
 # The archive (sqlite3, zlib) is imported by the runs that write one: a
@@ -97,8 +99,14 @@ def output_format(source_format: str, requested: str | None) -> tuple[str, str |
 
 def read_transcript(source: str, *, fmt: str | None, options: ReadOptions) -> Transcript:
     """A transcript from a file, or from stdin for "-"."""
+    return parse_transcript(files.read_input(source), source=source, fmt=fmt, options=options)
+
+
+def parse_transcript(
+    data: bytes, *, source: str, fmt: str | None, options: ReadOptions
+) -> Transcript:
+    """A transcript from the bytes of `source` (a path, or "-" for stdin)."""
     name = "<stdin>" if source == files.STDIO else source
-    data = files.read_input(source)
     transcript = formats.read(data, path=name, fmt=fmt, options=options)
     if not any(s.messages for s in transcript.sessions):
         raise InputError(_no_messages(data), path=name)
@@ -125,53 +133,93 @@ def check_outputs(job: FileJob) -> None:
         files.check_writable(str(resolve_path(job.archive_path)), create_parents=True)
 
 
-def run_file(
-    job: FileJob, *, stage: Stage[R], counter: TokenCounter | None = None
-) -> FileOutcome[R]:
-    """Read, stage, write and archive one transcript; errors are raised."""
-    counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
-    if job.write:
-        check_outputs(job)
-    transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
-    if not job.write:
-        return FileOutcome(job, report=stage(transcript, counter=counter).report)
+@dataclass
+class Compacted(Generic[R]):
+    """One transcript through a stage in memory: the bytes to write, the report
+    and what the archive is to keep. Nothing is written yet, so the process
+    that made it need not be the one that writes it."""
+
+    report: R
+    data: bytes
+    source_format: str
+    output_format: str
+    record: Record | None  # None: nothing changed, or the job keeps no archive
+
+
+def compact_bytes(
+    data: bytes, *, job: FileJob, stage: Stage[R], counter: TokenCounter
+) -> Compacted[R]:
+    """The bytes of `job.source` through the stage, in the format the job writes."""
+    transcript = parse_transcript(
+        data, source=job.source, fmt=job.input_format, options=job.read_options
+    )
     # Before the stage: a format that cannot be written must not cost an LLM call.
     fmt, warning = output_format(transcript.format, job.output_format)
     staged = stage(transcript, counter=counter)
     if warning is not None:
         staged.warnings.append(warning)
-    output = job.output
-    if fmt != transcript.format:
-        if staged.converted is not None:
-            staged.converted(fmt)
-        if output is not None and job.output_named and fmt == FALLBACK_FORMAT:
-            output = files.with_suffix(output, FALLBACK_SUFFIX)
-    data = formats.write(staged.result, counter=counter, fmt=fmt)
-    files.raise_if_interrupted()
+    if fmt != transcript.format and staged.converted is not None:
+        staged.converted(fmt)
+    out = formats.write(staged.result, counter=counter, fmt=fmt)
+    record = None
     if job.archive:
-        _archive(job, transcript, staged, data)
-    if output is None:
-        return FileOutcome(job, report=staged.report, data=data, target="stdout")
-    files.write_atomic(output, data, inputs=(job.source,))
-    return FileOutcome(job, report=staged.report, target=output)
+        from ctxpack.pipeline.archiving import Kept, run_record
 
-
-def _archive(job: FileJob, original: Transcript, staged: Staged[Any], data: bytes) -> None:
-    """A run that cannot be archived cannot be restored: it is an error, before
-    the output is written; --no-archive is the way to run without one."""
-    from ctxpack.pipeline.archiving import Kept, record_run
-
-    try:
         kept = Kept(
             settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
         )
-        record_run(
-            archive_path=job.archive_path,
-            original=original,
-            result=staged.result,
-            output=data,
-            kept=kept,
+        record = run_record(original=transcript, result=staged.result, output=out, kept=kept)
+    return Compacted(
+        report=staged.report,
+        data=out,
+        source_format=transcript.format,
+        output_format=fmt,
+        record=record,
+    )
+
+
+def chosen_name(path: str, *, source_format: str, output_format: str) -> str:
+    """A name ctxpack chose for an output (beside the input, a batch mirror),
+    with the suffix of what was written: a transcript converted to openai, .jsonl."""
+    if output_format != source_format and output_format == FALLBACK_FORMAT:
+        return files.with_suffix(path, FALLBACK_SUFFIX)
+    return path
+
+
+def run_file(
+    job: FileJob, *, stage: Stage[R], counter: TokenCounter | None = None
+) -> FileOutcome[R]:
+    """Read, stage, write and archive one transcript; errors are raised."""
+    counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
+    if not job.write:
+        transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
+        return FileOutcome(job, report=stage(transcript, counter=counter).report)
+    check_outputs(job)
+    done = compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+    files.raise_if_interrupted()
+    if done.record is not None:
+        from ctxpack.archive.store import Archive
+        from ctxpack.pipeline.archiving import store
+
+        with archiving(), Archive.open(job.archive_path) as archive:
+            store(archive, done.record)
+    output = job.output
+    if output is None:
+        return FileOutcome(job, report=done.report, data=done.data, target="stdout")
+    if job.output_named:
+        output = chosen_name(
+            output, source_format=done.source_format, output_format=done.output_format
         )
+    files.write_atomic(output, done.data, inputs=(job.source,))
+    return FileOutcome(job, report=done.report, target=output)
+
+
+@contextlib.contextmanager
+def archiving() -> Iterator[None]:
+    """A run that cannot be archived cannot be restored: it is an error, before
+    the output is written; --no-archive is the way to run without one."""
+    try:
+        yield
     except CtxpackError as exc:
         raise OutputError(
             f"not archived, so nothing was written ({exc.describe()});"
