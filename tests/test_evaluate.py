@@ -23,7 +23,8 @@ from ctxpack.evaluate.retention import (
     retention_summary,
 )
 from ctxpack.facts.extract import extract_facts
-from ctxpack.pipeline.compaction import CompressSettings, compress_transcript, prepare_request
+from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
+from ctxpack.pipeline.request import prepare_request
 from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.report import CompressReport
 from ctxpack.summarize.protocol import HEADINGS

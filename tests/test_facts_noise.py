@@ -14,7 +14,8 @@ from ctxpack.align.budget import Budget
 from ctxpack.evaluate.retention import evaluate
 from ctxpack.facts.extract import extract_facts, preserved_facts_section, ran_only
 from ctxpack.facts.text import command_fact, identifiers_in
-from ctxpack.pipeline.compaction import CompressSettings, compress_messages, prepare_request
+from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+from ctxpack.pipeline.request import prepare_request
 from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest

@@ -65,7 +65,7 @@ def _dump_prompt(
     # Without a configured model the request is still shown, for a placeholder model.
     from ctxpack.align.boundaries import plan_boundaries
     from ctxpack.align.plan import plans_from_json
-    from ctxpack.pipeline.compaction import prepare_request
+    from ctxpack.pipeline.request import prepare_request
     from ctxpack.summarize.llm.client import LLMSummarizer
     from ctxpack.summarize.llm.settings import LLMSettings
 

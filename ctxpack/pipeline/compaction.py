@@ -16,25 +16,21 @@ from ctxpack.evaluate.checks import visible_texts
 from ctxpack.facts.extract import preserved_facts_section, ran_only
 from ctxpack.fit.target import FitTarget
 from ctxpack.formats import jsoncodec
+from ctxpack.pipeline.request import prepare_request
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.settings import BUILTIN_ENGINE
-from ctxpack.summarize import foreign
-from ctxpack.summarize.assemble import assemble, without_merged_summary
+from ctxpack.summarize.assemble import assemble
 from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
-from ctxpack.summarize.protocol import Summarizer, SummaryRequest
+from ctxpack.summarize.protocol import Summarizer
 from ctxpack.summarize.stage import OnFailure, run_summary
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.tally import tally
 from ctxpack.transcript import Message, Transcript
-
-# Share of the summary budget the summarizer may fill; the rest is room for
-# the preserved-facts section so the whole summary stays within budget.
-SUMMARY_SHARE = 0.85
 
 # Stage 1 before the summary; or stop after it when that is under the threshold; or skip it.
 PruneMode = Literal["prune", "prune-only", "no-prune"]
@@ -255,63 +251,6 @@ def summarize_messages(
     report.summary_model = result.model
     report.warnings.extend(result.warnings)
     return out
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A session cut into head, middle and tail, and the request for its middle."""
-
-    head: list[Message]
-    middle: list[Message]
-    tail: list[Message]
-    request: SummaryRequest
-    budget_tokens: int
-    # The source-turns refs of the record being updated, oldest first.
-    earlier_refs: list[str] = field(default_factory=list)
-    # Messages archived with the middle: another agent's summary, whose full
-    # text the merged record no longer holds.
-    archived: list[Message] = field(default_factory=list)
-
-
-def prepare_request(
-    messages: list[Message],
-    *,
-    plan: AlignPlan,
-    counter: TokenCounter,
-    settings: CompressSettings,
-    last_timestamp: str | None = None,
-) -> Prepared:
-    head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
-    previous = settings.previous_summary
-    old = plan.previous_summary(messages)
-    earlier: list[str] = []
-    archived: list[Message] = []
-    if old is not None:
-        body = markers.summary_body(old)
-        earlier = markers.source_refs(body)
-        previous = markers.without_bookkeeping(body)
-        # A summary merged into a turn gives that turn's own text back to the middle.
-        own = without_merged_summary(old)
-        kept = [own if msg is old else msg for msg in middle]
-        middle = [msg for msg in kept if msg is not None]
-    if previous is not None and (merged := foreign.to_template(previous)) is not None:
-        previous = merged.text
-        if old is not None:
-            archived = [old]
-    budget_tokens = settings.record_tokens
-    if budget_tokens is None:
-        budget_tokens = settings.budget.summary_budget(counter.messages(middle))
-    request = SummaryRequest(
-        middle=middle,
-        budget_tokens=int(budget_tokens * SUMMARY_SHARE),
-        previous_summary=previous,
-        focus=settings.focus,
-        last_timestamp=last_timestamp,
-        head=head,
-        tail=tail,
-        compact=settings.compact_record,
-    )
-    return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)
 
 
 def _jsonl(messages: list[Message]) -> bytearray:

@@ -1,0 +1,101 @@
+"""How a batch is shown: its progress bar, its table, and its report document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctxpack.pipeline.batch import Finished
+
+    # Told each finished file (its source, whether it failed); False stops the run.
+    OnDone = Callable[[str, bool], bool]
+
+
+def skipped_text(skipped: dict[str, int]) -> str:
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+    return f"{sum(skipped.values())} file(s) skipped: {parts}"
+
+
+def with_progress(
+    total: int, run: Callable[[OnDone], list[Finished]], *, fail_fast: bool
+) -> list[Finished]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ctxpack.cli.render import console
+
+    show = console.is_terminal
+    with Progress(
+        TextColumn("compressing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        disable=not show,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=total)
+
+        def done(source: str, failed: bool) -> bool:
+            progress.update(task, advance=1, description=Path(source).name)
+            return not (fail_fast and failed)
+
+        return run(done)
+
+
+def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, int]) -> None:
+    from ctxpack.cli.outcome import write_report
+    from ctxpack.cli.render import batch_totals, error, note, warn
+    from ctxpack.report import file_status
+
+    failures = [f for f in done if f.error]
+    reports = [f.report for f in done if f.report is not None]
+    sources = [f.source for f in done]
+    batch_totals(
+        [
+            (
+                _short(r["path"], sources),
+                r["tokens_before"],
+                r["tokens_after"],
+                file_status(s["status"] for s in r["sessions"]),
+            )
+            for r in reports
+        ]
+    )
+    if skipped:
+        note(skipped_text(skipped))
+    for report in reports:
+        for warning in dict.fromkeys(w for s in report["sessions"] for w in s["warnings"]):
+            warn(f"{report['path']}: {warning}")
+    for failure in failures:
+        error(failure.error or "")
+    if report_file is not None:
+        write_report(report_file, _batch_document(done))
+    if failures:
+        raise typer.Exit(max(f.exit_code for f in failures))
+
+
+def _short(path: str, sources: list[str]) -> str:
+    """A batch row names the file relative to the common directory of the batch."""
+    import os.path
+
+    root = os.path.commonpath(sources) if len(sources) > 1 else os.path.dirname(path)
+    return os.path.relpath(path, root) if root else path
+
+
+def _batch_document(done: list[Finished]) -> dict[str, Any]:
+    reports = [f.report for f in done if f.report is not None]
+    before = sum(r["tokens_before"] for r in reports)
+    after = sum(r["tokens_after"] for r in reports)
+    return {
+        "files": reports,
+        "errors": [{"path": f.source, "error": f.error} for f in done if f.error],
+        "tokens_before": before,
+        "tokens_after": after,
+        "ratio": round(after / before, 4) if before else 1.0,
+    }
