@@ -223,8 +223,8 @@ def test_help_keeps_example_lines_whole_and_metavars_plain() -> None:
     assert "\n  FILE  Transcript files, or - for stdin.  [required]\n" in count
     compress = runner.invoke(app, ["compress", "--help"], terminal_width=80).stdout
     line = (
-        "\n  FILE|DIR|-  Transcript files, directories, or - for stdin; with --runner\n"
-        "              ray, also URIs (s3://, gs://, ...).  [required]\n"
+        "\n  FILE|DIR|-  Transcript files, directories, or - for stdin; with --runner ray,\n"
+        "              also URIs (s3://, gs://, ...).  [required]\n"
     )
     assert line in compress
     # Arguments are named by their metavar alone, without typer's Python type.
