@@ -68,9 +68,13 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _builtin(kind: Kind, name: str) -> Plugin:
+    return Plugin(kind, name, "ctxpack", __version__)
+
+
 def installed(kind: Kind) -> list[Plugin]:
     """The built-ins, then every plugin of `kind`, by name."""
-    builtins = [Plugin(kind, name, "ctxpack", __version__) for name in BUILTIN_NAMES[kind]]
+    builtins = [_builtin(kind, name) for name in BUILTIN_NAMES[kind]]
     declared = [
         Plugin(
             kind,
@@ -98,6 +102,10 @@ def installed(kind: Kind) -> list[Plugin]:
 
 def find(kind: Kind, name: str) -> Plugin:
     """The one `name` selects; an unknown or ambiguous name is a usage error."""
+    if name in BUILTIN_NAMES[kind]:
+        # A built-in's name always means the built-in: no need to read every
+        # installed package's metadata, as each file of a batch would.
+        return _builtin(kind, name)
     every = installed(kind)
     usable = [p for p in every if not p.problem]
     for plugin in usable:
