@@ -74,3 +74,20 @@ def test_only_the_ray_runner_loads_ray(tmp_path: Path) -> None:
         ["compress", "--help"],
     ):
         assert _loaded_after(argv, heavy) == set(), argv
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["count"],
+        ["compress", "--offline", "--force", "--no-archive", "-o", "-"],
+        ["prune", "--dry-run", "--protect-last", "4"],
+    ],
+    ids=" ".join,
+)
+def test_a_small_input_loads_neither_pydantic_nor_tiktoken(argv: list[str]) -> None:
+    # typer's pydantic coercion and tiktoken's encoder each cost more than the
+    # whole count of a small session (the first run may build the token table).
+    path = str(FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl")
+    _loaded_after(["count", path], ("tiktoken",))
+    assert _loaded_after([*argv, path], ("pydantic", "tiktoken")) == set()

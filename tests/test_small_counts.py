@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import formats
@@ -73,6 +73,8 @@ PIECES = st.sampled_from(
 TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=30).map("".join)
 
 
+# The first example may build an encoding's token table (about a second).
+@settings(deadline=None)
 @given(text=TEXTS)
 def test_generated_text_counts_as_tiktoken_counts(text: str) -> None:
     for name in ENCODINGS:
@@ -136,3 +138,20 @@ def test_estimate_never_imports_tiktoken(argv: list[str]) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "ctxpack.tokens.counter" in imported
     assert not {name for name in imported if name.startswith("tiktoken")}
+
+
+def test_a_torn_token_table_is_built_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tokens, "_small", {})
+    text = "Token tables load by mapping: ctxpack counts /usr/lib/python3.11 once."
+    expected = _exact("o200k_base", text)
+    assert tokens.small_counter().count(text) == expected
+    (table,) = (tmp_path / "tiktoken").glob("o200k_base-*.table")
+    whole = table.read_bytes()
+    for torn in (whole[: len(whole) // 2], b"", b"x" * len(whole)):
+        table.write_bytes(torn)
+        monkeypatch.setattr(tokens, "_small", {})
+        assert tokens.small_counter().count(text) == expected
+        assert table.read_bytes() == whole

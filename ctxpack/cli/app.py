@@ -11,6 +11,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ctxpack import __version__
 from ctxpack import files as io
+from ctxpack.cli.coerce import install
 from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError
 
 # Command modules import the library inside their functions: `ctxpack --version`
@@ -20,6 +21,10 @@ from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError
 class Reported(TyperGroup):
     """Runs a command (its option callbacks included) and turns every ctxpack
     error into its message and exit code, in one place."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install(self.get_params(ctx))
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -40,6 +45,10 @@ class Command(TyperCommand):
     """Help whose Arguments are named by their metavar alone: typer adds the
     Python type (`FILE <list[str]>`), which tells a user nothing; the usage
     line already shows which arguments repeat."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        install(self.get_params(ctx))
+        return super().parse_args(ctx, args)
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args: list[tuple[str, str]] = []

@@ -150,7 +150,7 @@ def log_command(
     elif not entries:
         note(f"no compactions archived in {resolve_path(archive)}")
     elif sys.stdout.isatty():
-        Console(highlight=False).print(_log_table(entries))
+        Console(highlight=False, emoji=False).print(_log_table(entries))
     else:
         listing(
             ["time", "id", "tokens_before", "tokens_after", "source", "refs"],

@@ -10,7 +10,8 @@ from rich.table import Table
 from ctxpack.tokens.counter import KINDS
 from ctxpack.tokens.tally import CountReport, Tally
 
-console = Console(stderr=True, highlight=False)
+# emoji off: a path or tool name like `x:warning:y` is printed as written.
+console = Console(stderr=True, highlight=False, emoji=False)
 
 MAX_SESSION_ROWS = 20
 MAX_NOTES = 5
@@ -356,7 +357,7 @@ def listing(headers: list[str], rows: list[list[str]], *, title: str | None = No
             table.add_column(header)
         for row in rows:
             table.add_row(*(_escape(cell) for cell in row))
-        Console(highlight=False).print(table)
+        Console(highlight=False, emoji=False).print(table)
         return
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
     lines = [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxpack.fit.solve import fit_transcript
 from ctxpack.pipeline.compaction import compress_transcript, summarize_transcript
 from ctxpack.settings import BUILTIN_ENGINE
 
@@ -26,6 +25,8 @@ class BuiltinEngine:
         self, transcript: Transcript, settings: EngineSettings, *, counter: TokenCounter
     ) -> tuple[Transcript, CompressReport]:
         if settings.compress.fit is not None:
+            from ctxpack.fit.solve import fit_transcript
+
             return fit_transcript(
                 transcript,
                 counter=counter,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxpack import __version__
@@ -57,6 +56,8 @@ class Plugin:
 
     def load(self) -> Any:
         """The factory the entry point names; its import errors are the plugin's."""
+        from importlib import metadata
+
         entry = metadata.EntryPoint(name=self.name, value=self.target, group=GROUPS[self.kind])
         try:
             return entry.load()
@@ -74,6 +75,10 @@ def _builtin(kind: Kind, name: str) -> Plugin:
 
 def installed(kind: Kind) -> list[Plugin]:
     """The built-ins, then every plugin of `kind`, by name."""
+    # Reading entry points imports importlib.metadata and scans every installed
+    # package: only a run that names a plugin, or lists them, pays for it.
+    from importlib import metadata
+
     builtins = [_builtin(kind, name) for name in BUILTIN_NAMES[kind]]
     declared = [
         Plugin(

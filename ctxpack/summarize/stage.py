@@ -3,15 +3,15 @@ the offline summary otherwise, and the fallback rules between them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ctxpack.errors import StrictFallbackError, SummarizerError
-from ctxpack.summarize.llm.client import LLMSummarizer
-from ctxpack.summarize.llm.errors import SummaryFailed
 from ctxpack.summarize.llm.prompts import effective_request
-from ctxpack.summarize.llm.settings import LLMSettings
 from ctxpack.summarize.protocol import Summarizer, SummaryRequest, SummaryResult
-from ctxpack.tokens.counter import TokenCounter
+
+if TYPE_CHECKING:
+    from ctxpack.summarize.llm.settings import LLMSettings
+    from ctxpack.tokens.counter import TokenCounter
 
 # What an LLM failure that could fall back does: use the offline summary and
 # warn, exit 3 (--strict), or stop and write nothing (--abort-on-failure).
@@ -42,6 +42,10 @@ def run_summary(
         return chosen.summarize(request, counter=counter)
     if llm is None:
         return offline.summarize(request, counter=counter)
+    # The client and its reply parser are imported only when an endpoint is set.
+    from ctxpack.summarize.llm.client import LLMSummarizer
+    from ctxpack.summarize.llm.errors import SummaryFailed
+
     try:
         return LLMSummarizer(llm).summarize(request, counter=counter)
     except SummaryFailed as exc:

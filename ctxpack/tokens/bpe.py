@@ -13,7 +13,10 @@ leftmost among equal ranks) over the same ranks, so the counts are the same
 from __future__ import annotations
 
 import array
-import bisect
+import itertools
+import mmap
+import struct
+import zlib
 
 import regex
 
@@ -23,30 +26,83 @@ LONG_PIECE = 2000
 _NO_MERGE = 1 << 62
 
 
-class SortedRanks:
-    """Token bytes -> rank, by binary search over the sorted tokens.
+class HashedRanks:
+    """Token bytes -> rank, from an open-addressing table over one blob.
 
     A dict of 200,000 tokens takes a few tenths of a second to build (every
-    key hashed and inserted); the sorted list loads from its snapshot in a
-    tenth of that, and a small input looks up only a few thousand pieces.
+    key hashed and inserted), and even unmarshalling a list of them costs tens
+    of milliseconds of fresh memory. Here every token lies in one blob and the
+    table is three arrays of integers (slots hashed with crc32, which is the
+    same in every process), laid out in one file that is mapped, not read: a
+    small input looks up a few thousand pieces and touches only their pages.
     """
 
-    def __init__(self, tokens: list[bytes], ranks: bytes) -> None:
-        self._tokens = tokens
-        self._ranks = array.array("I", ranks)
+    def __init__(self, data: bytes | mmap.mmap) -> None:
+        view = memoryview(data)
+        header = view[: _HEADER.size]
+        if len(header) != _HEADER.size:
+            raise ValueError("token table: truncated header")
+        magic, pattern_len, blob_len, count, slot_count = _HEADER.unpack(header)
+        sizes = (pattern_len, blob_len, 4 * (count + 1), 4 * count, 4 * slot_count)
+        starts = list(itertools.accumulate(map(_aligned, sizes), initial=_HEADER.size))
+        if magic != _MAGIC or starts[-1] != len(view) or slot_count & (slot_count - 1):
+            raise ValueError("token table: not a table of this version")
+        parts = [view[start : start + size] for start, size in zip(starts, sizes, strict=False)]
+        self.pattern = bytes(parts[0]).decode()
+        self._blob = parts[1]
+        self._offsets = parts[2].cast("I")
+        self._ranks = parts[3].cast("I")
+        self._slots = parts[4].cast("i")
+        self._mask = slot_count - 1
+
+    @staticmethod
+    def build(ranks: dict[bytes, int], *, pattern: str) -> bytes:
+        """The table of `ranks` and the split pattern, as the file holds it."""
+        tokens = list(ranks)
+        offsets = array.array("I", [0])
+        for token in tokens:
+            offsets.append(offsets[-1] + len(token))
+        size = 1 << (2 * len(tokens)).bit_length()  # at most half full
+        slots = array.array("i", [-1]) * size
+        mask = size - 1
+        for index, token in enumerate(tokens):
+            slot = zlib.crc32(token) & mask
+            while slots[slot] >= 0:
+                slot = (slot + 1) & mask
+            slots[slot] = index
+        values = array.array("I", map(ranks.__getitem__, tokens))
+        parts = [pattern.encode(), b"".join(tokens), offsets, values, slots]
+        header = _HEADER.pack(_MAGIC, len(parts[0]), len(parts[1]), len(tokens), size)
+        out = bytearray(header)
+        for part in parts:
+            raw = bytes(part)
+            out += raw + bytes(_aligned(len(raw)) - len(raw))
+        return bytes(out)
 
     def get(self, piece: bytes, default: int) -> int:
-        at = bisect.bisect_left(self._tokens, piece)
-        if at < len(self._tokens) and self._tokens[at] == piece:
-            return self._ranks[at]
+        blob, offsets, slots, mask = self._blob, self._offsets, self._slots, self._mask
+        slot = zlib.crc32(piece) & mask
+        while (index := slots[slot]) >= 0:
+            if blob[offsets[index] : offsets[index + 1]] == piece:
+                rank: int = self._ranks[index]
+                return rank
+            slot = (slot + 1) & mask
         return default
+
+
+_MAGIC = b"ctxpack-tokens-1"
+_HEADER = struct.Struct("<16sQQQQ")
+
+
+def _aligned(size: int) -> int:
+    return -(-size // 8) * 8
 
 
 class PieceCounter:
     """Counts the tokens of a text as tiktoken's encode_ordinary would."""
 
-    def __init__(self, *, pattern: str, ranks: SortedRanks) -> None:
-        self._split = regex.compile(pattern).findall
+    def __init__(self, *, ranks: HashedRanks) -> None:
+        self._split = regex.compile(ranks.pattern).findall
         self._ranks = ranks
         # Pieces recur (words, identifiers, paths): each is looked up once.
         self._pieces: dict[str, int] = {}
@@ -77,7 +133,7 @@ class PieceCounter:
         return total
 
 
-def _merged_length(piece: bytes, ranks: SortedRanks) -> int:
+def _merged_length(piece: bytes, ranks: HashedRanks) -> int:
     """How many tokens the byte-pair merge leaves of piece."""
     get = ranks.get
     # starts[i]: where part i begins (the last entry is the end); pairs[i]: the

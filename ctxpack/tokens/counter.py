@@ -13,12 +13,12 @@ it: a small input is counted by tokens/bpe.py with the same ranks and results.
 
 from __future__ import annotations
 
-import array
 import contextlib
 import gzip
 import hashlib
 import itertools
 import marshal
+import mmap
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +35,7 @@ from ctxpack.transcript import Message
 if TYPE_CHECKING:
     import tiktoken
 
-    from ctxpack.tokens.bpe import PieceCounter
+    from ctxpack.tokens.bpe import HashedRanks, PieceCounter
 
 _BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (tiktoken's download URL, sha256 of the file's bytes)
@@ -136,26 +136,40 @@ def small_counter(name: str = DEFAULT_ENCODING) -> PieceCounter:
     _check_name(name)
     with _load_lock:
         if name not in _small:
-            from ctxpack.tokens.bpe import PieceCounter, SortedRanks
+            from ctxpack.tokens.bpe import PieceCounter
 
-            tokens, ranks = _snapshot(name, ".tokens", tuple, lambda: _sorted(name))
-            _small[name] = PieceCounter(
-                pattern=_params(name, {})["pat_str"], ranks=SortedRanks(tokens, ranks)
-            )
+            _small[name] = PieceCounter(ranks=_token_table(name))
         return _small[name]
+
+
+def _token_table(name: str) -> HashedRanks:
+    """The ranks and split pattern of an encoding as the pure-Python counter
+    reads them, mapped from their file in the cache (built once).
+
+    Unlike the snapshots it is not hash-checked on load: hashing reads every
+    page, which costs more than the small count it serves. It is written
+    atomically from the hash-checked ranks, and a torn or foreign file fails
+    the table's own layout checks and is built again."""
+    from ctxpack.tokens.bpe import HashedRanks
+
+    _, sha256 = ENCODINGS[name]
+    path = cache_dir() / "tiktoken" / f"{name}-{sha256[:16]}.table"
+    try:
+        with open(path, "rb") as fh:
+            return HashedRanks(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        pass
+    data = HashedRanks.build(_mergeable_ranks(name), pattern=_params(name, {})["pat_str"])
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path, data)
+    return HashedRanks(data)
 
 
 def _mergeable_ranks(name: str) -> dict[bytes, int]:
     """The BPE ranks, as tiktoken loads them from the seeded file."""
     ranks: dict[bytes, int] = _snapshot(name, ".marshal", dict, lambda: _load_seeded(name))
     return ranks
-
-
-def _sorted(name: str) -> tuple[list[bytes], bytes]:
-    """Every token's bytes in sorted order, and their ranks (array "I" bytes)."""
-    ranks = _mergeable_ranks(name)
-    tokens = sorted(ranks)
-    return tokens, array.array("I", map(ranks.__getitem__, tokens)).tobytes()
 
 
 def _snapshot(name: str, suffix: str, kind: type, build: Callable[[], Any]) -> Any:
