@@ -121,15 +121,16 @@ def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
         out.write(orjson.dumps({"role": "user", "content": "Please continue."}) + b"\n")
 
 
-def measure(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS bytes (its children included) of one run."""
+def measure(cmd: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS bytes and CPU seconds (user + sys) of one run,
+    its children included."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def paired(cmd: list[str], base: list[str], runs: int) -> tuple[float, float, int]:
@@ -139,7 +140,7 @@ def paired(cmd: list[str], base: list[str], runs: int) -> tuple[float, float, in
     cmd_times, base_times, peak = [], [], 0
     for _ in range(runs):
         base_times.append(measure(base)[0])
-        seconds, rss = measure(cmd)
+        seconds, rss, _ = measure(cmd)
         cmd_times.append(seconds)
         peak = max(peak, rss)
     return min(cmd_times), min(base_times), peak
@@ -170,25 +171,34 @@ def small_rows(out: Path) -> dict[str, Any]:
     rows: dict[str, Any] = {"bytes": path.stat().st_size}
     print(f"\n100 KB session ({rows['bytes']:,} bytes), median of {SMALL_RUNS}:")
     for name, argv, target in cases:
-        times, bases, peak = [], [], 0
+        times, bases, cpus, base_cpus, peak = [], [], [], [], 0
         for _ in range(SMALL_RUNS):
-            bases.append(measure(IMPORT_BASE)[0])
-            seconds, rss = measure([*CTXPACK, *argv])
+            base_seconds, _, base_cpu = measure(IMPORT_BASE)
+            seconds, rss, cpu = measure([*CTXPACK, *argv])
             times.append(seconds)
+            bases.append(base_seconds)
+            cpus.append(cpu)
+            base_cpus.append(base_cpu)
             peak = max(peak, rss)
         seconds, base = statistics.median(times), statistics.median(bases)
+        cpu, base_cpu = statistics.median(cpus), statistics.median(base_cpus)
         ratio = seconds / base
         rows[name] = {
             "seconds": seconds,
             "baseline_s": base,
             "baseline": "import orjson, tiktoken",
             "ratio": ratio,
+            # CPU seconds move less than wall time when others share the machine.
+            "cpu_s": cpu,
+            "baseline_cpu_s": base_cpu,
+            "cpu_ratio": cpu / base_cpu,
             "target": target,
             "peak_rss": peak,
         }
         ok = "ok" if ratio <= target else "OVER"
         print(
             f"  {name:38s} {seconds:6.3f}s vs {base:5.3f}s  {ratio:5.2f}x (<= {target}x)"
+            f"  CPU {cpu:5.3f}s vs {base_cpu:5.3f}s {cpu / base_cpu:5.2f}x"
             f"  RSS {peak / 1e6:6.1f} MB  {ok}"
         )
     rows["imports"] = import_chain(["count", str(path)])

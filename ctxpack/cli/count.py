@@ -59,7 +59,6 @@ def count(
     the turns after its last compact boundary (a note says how many come before;
     --all counts them too)."""
     from ctxpack.cli.render import breakpoint_table, count_report, note
-    from ctxpack.evaluate.cache import breakpoints
     from ctxpack.tokens.tally import count_transcript
 
     counter = opts.counter(ctx, opts.resolve(ctx))
@@ -81,6 +80,8 @@ def count(
                 )
         reports.append(count_transcript(transcript, counter=counter))
         if cache_breakpoints:
+            from ctxpack.evaluate.cache import breakpoints
+
             marks.append(
                 [
                     (s.label or f"#{n}", breakpoints(s.messages, counter=counter))
