@@ -12,6 +12,7 @@ the regex.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -207,6 +208,10 @@ def redact(text: str) -> tuple[str, int]:
     return text, total
 
 
+# The summarizers mask the same short texts (a target, a path, a quote) in
+# several places of one record; the cache is bounded, so a long-lived process
+# keeps only the latest.
+@functools.lru_cache(maxsize=4096)
 def mask(text: str) -> str:
     """`text` with every secret masked."""
     return redact(text)[0]

@@ -85,6 +85,10 @@ class Pairing:
     def unanswered(self) -> list[ToolUse]:
         return [use for use in self.calls if use.slot not in self.answered.get(use.index, ())]
 
+    def orphans(self) -> tuple[list[int], list[ToolUse]]:
+        """(indexes of results that answer no call, calls that no result answers)."""
+        return self.orphan_results, self.unanswered()
+
     def answered_slots(self, index: int) -> set[int]:
         """Slots of the calls of message `index` that some result answers."""
         return self.answered.get(index, set())
@@ -132,5 +136,4 @@ def link_results(messages: list[Message]) -> dict[int, ToolUse]:
 
 def orphans(messages: list[Message]) -> tuple[list[int], list[ToolUse]]:
     """(indexes of results that answer no call, calls that no result answers)."""
-    pairing = pair(messages)
-    return pairing.orphan_results, pairing.unanswered()
+    return pair(messages).orphans()

@@ -3,14 +3,18 @@ follow it: prune, align, sanitize and the eval orphan check agree on it."""
 
 from __future__ import annotations
 
+from ctxpack import formats
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.evaluate.checks import orphan_check
+from ctxpack.facts.extract import ran_only
 from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
+from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import LEGACY_SLOT, ToolUse, pair
 from ctxpack.transcript import Message
 from tests import test_boundaries as build
+from tests.conftest import FIXTURES
 
 LOOKUP_ARGS = '{"path": "src/app.py"}'
 
@@ -117,3 +121,26 @@ def test_legacy_call_and_idless_result_pair_the_same_everywhere() -> None:
     out, notes = sanitize_tool_pairs(pending)
     assert notes[0] == f"#{call_at}: removed function_call read_file: no result"
     assert orphan_check(messages, pending).detail.startswith("0 result(s) without a call, 1 call")
+
+
+def test_a_pairing_handed_over_is_the_one_each_stage_would_make(counter: TokenCounter) -> None:
+    """Stages that share one pairing of a session (boundaries, the facts that
+    ran, the orphan check) decide exactly as when each pairs it itself."""
+    for path in (
+        FIXTURES / "claude-code" / "openagents__regex-log__opus-raw.jsonl",
+        FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl",
+    ):
+        transcript = formats.read(path.read_bytes(), path=str(path), fmt=None)
+        for session in transcript.sessions:
+            messages = session.messages
+            shared = pair(messages)
+            assert shared.calls, path
+            budget = Budget(tail_tokens=2_000, protect_last=4)
+            assert plan_boundaries(
+                messages, counter=counter, budget=budget, pairing=shared
+            ) == plan_boundaries(messages, counter=counter, budget=budget)
+            assert ran_only(messages, pairing=shared) == ran_only(messages)
+            cut = messages[: len(messages) // 2]
+            assert orphan_check(cut, messages, original_pairing=pair(cut)) == orphan_check(
+                cut, messages
+            )

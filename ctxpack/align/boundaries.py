@@ -45,7 +45,7 @@ from ctxpack.align.protect import head_end as protected_head
 from ctxpack.align.protect import walk_back
 from ctxpack.markers import is_summary
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.toolpairs import link_results
+from ctxpack.toolpairs import Pairing, pair
 from ctxpack.transcript import Message
 
 SOFT_CEILING_FACTOR = 1.5
@@ -53,8 +53,15 @@ MIN_MIDDLE = 2
 FLOOR_CAP = 8
 
 
-def plan_boundaries(messages: list[Message], *, counter: TokenCounter, budget: Budget) -> AlignPlan:
-    return _Planner(messages, counter=counter, budget=budget).plan()
+def plan_boundaries(
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    budget: Budget,
+    pairing: Pairing | None = None,
+) -> AlignPlan:
+    """`pairing`: toolpairs.pair(messages), when the caller has it already."""
+    return _Planner(messages, counter=counter, budget=budget, pairing=pairing).plan()
 
 
 def latest_user_index(messages: list[Message]) -> int | None:
@@ -86,14 +93,21 @@ def _summary_indexes(messages: list[Message]) -> list[int]:
 
 
 class _Planner:
-    def __init__(self, messages: list[Message], *, counter: TokenCounter, budget: Budget) -> None:
+    def __init__(
+        self,
+        messages: list[Message],
+        *,
+        counter: TokenCounter,
+        budget: Budget,
+        pairing: Pairing | None,
+    ) -> None:
         self.messages = messages
         self.n = len(messages)
         self.budget = budget
         counter.prime(messages)
         self.tokens = [counter.message(msg) for msg in messages]
         # (call index, last result index) for every call that has a result.
-        links = link_results(messages)
+        links = (pairing or pair(messages)).links
         spans: dict[int, int] = {}
         for result, use in links.items():
             if use.index < result:

@@ -14,7 +14,7 @@ from ctxpack import messages as m
 from ctxpack.align.boundaries import latest_user_index
 from ctxpack.facts.match import collapse
 from ctxpack.summarize.protocol import HEADINGS
-from ctxpack.toolpairs import ToolUse, calls_of, orphans
+from ctxpack.toolpairs import Pairing, ToolUse, calls_of, orphans, pair
 from ctxpack.transcript import Message
 
 _PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
@@ -94,10 +94,13 @@ def exact_copy(data: bytes) -> bytes:
     return memoryview(data).tobytes()
 
 
-def orphan_check(original: list[Message], compacted: list[Message]) -> Check:
-    """Orphans the compaction introduced; ones the input already had are only noted."""
+def orphan_check(
+    original: list[Message], compacted: list[Message], *, original_pairing: Pairing | None = None
+) -> Check:
+    """Orphans the compaction introduced; ones the input already had are only noted.
+    `original_pairing`: toolpairs.pair(original), when the caller has it already."""
     results, calls = orphans(compacted)
-    old_results, old_calls = orphans(original)
+    old_results, old_calls = (original_pairing or pair(original)).orphans()
     old_result_keys = {message_key(original[i]) for i in old_results}
     old_call_keys = {_call_key(use) for use in old_calls}
     new_results = [i for i in results if message_key(compacted[i]) not in old_result_keys]

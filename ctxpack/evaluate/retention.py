@@ -50,6 +50,7 @@ from ctxpack.redact import mask
 from ctxpack.report import ratio
 from ctxpack.summarize.assemble import without_merged_summary, without_system_note
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import pair
 from ctxpack.transcript import Message, Transcript
 
 CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
@@ -212,7 +213,9 @@ def evaluate(
     originals = MessageSet(original)
     carried, added = _carried(compacted, originals, counter=counter)
     survivors = MessageSet([*compacted, *carried])
-    ran = ran_only(original)
+    # The original's pairing serves both the facts that ran and the orphan check.
+    pairing = pair(original)
+    ran = ran_only(original, pairing=pairing)
     replaced = [msg not in survivors for msg in original]
     region = [now for now, gone in zip(ran, replaced, strict=True) if gone]
     haystack = Haystack("\n".join(visible_texts(compacted)))
@@ -224,7 +227,7 @@ def evaluate(
         region=_retention(cache.of(region), survives),
         transcript=_retention(cache.of(ran), survives),
         checks=[
-            orphan_check(original, compacted),
+            orphan_check(original, compacted, original_pairing=pairing),
             latest_user_check(original, compacted, haystack.text),
             *summary_checks(summaries),
         ],

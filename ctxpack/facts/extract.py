@@ -39,7 +39,7 @@ from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import error_lines, result_flagged_error
-from ctxpack.toolpairs import LEGACY_SLOT, calls_of, orphans, parse_arguments
+from ctxpack.toolpairs import LEGACY_SLOT, Pairing, calls_of, pair, parse_arguments
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message
 
@@ -155,10 +155,11 @@ def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[st
     return name, tuple(kept), tuple(keys)
 
 
-def ran_only(messages: list[Message]) -> list[Message]:
+def ran_only(messages: list[Message], *, pairing: Pairing | None = None) -> list[Message]:
     """The messages without the calls no result answers: a call that never
-    ran is no completed fact. Unchanged messages are the same objects."""
-    _, unanswered = orphans(messages)
+    ran is no completed fact. Unchanged messages are the same objects.
+    `pairing`: toolpairs.pair(messages), when the caller has it already."""
+    _, unanswered = (pairing or pair(messages)).orphans()
     if not unanswered:
         return messages
     drop: dict[int, set[int]] = {}

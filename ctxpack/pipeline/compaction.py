@@ -164,6 +164,8 @@ def summarize_messages(
     summarizer: Summarizer | None = None,
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages."""
+    # One pairing of these messages serves the boundaries, the facts and assembly.
+    pairing = toolpairs.pair(messages)
     if plan is None:
         tokens_in = counter.messages(messages)
         scaled = settings.budget.for_session(tokens_in)
@@ -173,7 +175,7 @@ def summarize_messages(
                 f" the tail keeps {scaled.tail_budget:,}"
             )
             settings = replace(settings, budget=scaled)
-        plan = plan_boundaries(messages, counter=counter, budget=settings.budget)
+        plan = plan_boundaries(messages, counter=counter, budget=settings.budget, pairing=pairing)
     else:
         plan.check(messages)
     if require_previous and plan.previous_summary_index is None and not settings.previous_summary:
@@ -207,7 +209,7 @@ def summarize_messages(
     room = budget_tokens - counter.text(text)
     # Calls that never got a result are no facts: they never ran, and the
     # kept turns are read without them.
-    ran = ran_only(messages)
+    ran = ran_only(messages, pairing=pairing)
     kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
         ran_only(middle),
@@ -225,7 +227,7 @@ def summarize_messages(
     text = f"{text}\n\n{markers.source_turns(cited)}"
     first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
     # Calls the input itself has no result for yet stay where they were.
-    _, unanswered = toolpairs.orphans(messages)
+    _, unanswered = pairing.orphans()
     pending = frozenset(use.call_id for use in unanswered if use.call_id)
     assembly = assemble(
         head=head,

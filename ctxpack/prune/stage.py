@@ -12,6 +12,8 @@ not changed stays the very same object.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -183,7 +185,13 @@ def _plans(
 ) -> list[tuple[int, tuple[Message, str, str, str]]]:
     """(index, (replacement, action, tool, reason)) of every message planned."""
     links = toolpairs.link_results(messages)
-    infos = {i: _info(messages[i], links.get(i)) for i, msg in enumerate(messages) if _is_out(msg)}
+    # The same call (a re-run test, a re-read file) is described once.
+    describe_once = functools.cache(describe)
+    infos = {
+        i: _info(messages[i], links.get(i), describe_once)
+        for i, msg in enumerate(messages)
+        if _is_out(msg)
+    }
     superseded = find_superseded(infos)
     duplicates = _duplicates(messages, settings.duplicate_chars)
     plans: list[tuple[int, tuple[Message, str, str, str]]] = []
@@ -271,11 +279,13 @@ def _is_out(msg: Message) -> bool:
     return m.is_tool_result(msg)
 
 
-def _info(msg: Message, use: toolpairs.ToolUse | None) -> CallInfo:
+def _info(
+    msg: Message, use: toolpairs.ToolUse | None, describe_call: Callable[[str, str], CallInfo]
+) -> CallInfo:
     if use is not None:
-        return describe(use.name, use.arguments)
+        return describe_call(use.name, use.arguments)
     name = msg.get("name")
-    return describe(name if isinstance(name, str) else "", "")
+    return describe_call(name if isinstance(name, str) else "", "")
 
 
 def _duplicates(messages: list[Message], min_chars: int) -> dict[int, int]:

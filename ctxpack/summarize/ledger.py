@@ -23,7 +23,7 @@ from ctxpack.markers import is_summary
 from ctxpack.redact import mask
 from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.statements import Change, changes, classified
+from ctxpack.summarize.statements import Change, Classify, changes, classified
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import REMINDER_BLOCK
@@ -129,10 +129,10 @@ class Entry:
     raw: str  # as the user sent it, masked, lines kept: where the pasted blocks are
 
 
-def entry(text: str) -> Entry:
+def entry(text: str, *, classify: Classify = classified) -> Entry:
     raw = mask(text)
     line = collapse(raw)
-    kinds = classified(raw)
+    kinds = classify(raw)
     informative = 0 if _is_ack(line) else 2 if kinds else 1
     return Entry(line, any(kind == "constraint" for kind, _ in kinds), informative, raw)
 
@@ -157,36 +157,50 @@ def previous_entries(previous: str | None) -> list[str]:
 class Ledger:
     """The entries of one record and the value changes among them."""
 
-    def __init__(self, previous: Sequence[str], new: Sequence[str]) -> None:
+    def __init__(
+        self, previous: Sequence[str], new: Sequence[str], *, classify: Classify = classified
+    ) -> None:
         # An exact repeat keeps its latest place: that is when it was last meant.
         latest: dict[str, int] = {}
-        entries = [entry(text) for text in [*previous, *new]]
+        entries = [entry(text, classify=classify) for text in [*previous, *new]]
         for index, found in enumerate(entries):
             latest[found.text.lower()] = index
         self.entries = [entries[i] for i in sorted(latest.values())]
         # Values change only in what the user wrote, never in what they pasted.
         self.changes = changes([prose(e.raw) for e in self.entries])
+        # Asked for once per record line by mark(): built once.
+        self._replaced = {c.old: c.new for found in self.changes.values() for c in found}
+        self._folded = [(old.lower(), new, new.lower()) for old, new in self._replaced.items()]
 
     @classmethod
-    def of(cls, *, middle: Sequence[Message], previous_summary: str | None) -> Ledger:
-        return cls(previous_entries(previous_summary), user_messages(middle))
+    def of(
+        cls,
+        *,
+        middle: Sequence[Message],
+        previous_summary: str | None,
+        classify: Classify = classified,
+    ) -> Ledger:
+        return cls(previous_entries(previous_summary), user_messages(middle), classify=classify)
 
     def superseded(self) -> dict[str, str]:
         """Each replaced value and the value current now."""
-        return {c.old: c.new for found in self.changes.values() for c in found}
+        return dict(self._replaced)
 
     def mark(self, text: str) -> str:
         """`text` with each line that names a replaced value marked as such
         (earlier marks are recomputed, so a value that came back is current)."""
         text = _MARK_RE.sub("", text)
-        replaced = self.superseded()
+        replaced = self._replaced
         if not replaced:
             return text
         lines = []
         for line in text.split("\n"):
             lowered = line.lower()
-            olds = [old for old in replaced if old.lower() in lowered]
-            fresh = [replaced[old] for old in olds if replaced[old].lower() not in lowered]
+            fresh = [
+                new
+                for old_lower, new, new_lower in self._folded
+                if old_lower in lowered and new_lower not in lowered
+            ]
             if fresh and SUPERSEDED not in lowered:
                 line = f"{line} (superseded: now {', '.join(dict.fromkeys(fresh))})"
             lines.append(line)
@@ -207,14 +221,18 @@ class Ledger:
         last = len(self.entries) - 1
         limits = [LONG_CHARS] * len(self.entries)
         shown = list(range(len(self.entries)))
-        costs: dict[tuple[int, int], int] = {}
         fixed = counter.text(self._text([], limits)) + 12  # heading, currents, "(+N)" line
 
-        def used() -> int:
-            for i in shown:
-                if (i, limits[i]) not in costs:
-                    costs[i, limits[i]] = counter.text(self._line(i, limits[i])) + 1
-            return fixed + sum(costs[i, limits[i]] for i in shown)
+        costs: dict[tuple[int, int], int] = {}
+
+        def cost(i: int) -> int:
+            if (i, limits[i]) not in costs:
+                costs[i, limits[i]] = counter.text(self._line(i, limits[i])) + 1
+            return costs[i, limits[i]]
+
+        # Kept as a running total: every step changes one line's cost.
+        used = fixed + sum(cost(i) for i in shown)
+        present = set(shown)
 
         # Least informative first; among equals the oldest. The latest message
         # and constraints stay, cut short only when they alone exceed the cap.
@@ -232,13 +250,16 @@ class Ledger:
             *((i, "cut", most) for i in range(len(self.entries))),
         ]
         for i, step, room in steps:
-            if used() <= room:
+            if used <= room:
                 continue
             if step == "cut":
+                before = cost(i) if i in present else 0
                 limits[i] = SHORT_CHARS
-            elif i in shown:
-                shown.remove(i)
-        return self._text(shown, limits)
+                used += (cost(i) if i in present else 0) - before
+            elif i in present:
+                present.discard(i)
+                used -= cost(i)
+        return self._text([i for i in shown if i in present], limits)
 
     def _line(self, i: int, limit: int) -> str:
         found = self.changes.get(i)

@@ -10,7 +10,7 @@ screen, listing or trace states no goal and changes no value."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -247,6 +247,10 @@ def kind_of(sentence: str) -> Kind | None:
     if _GOAL_RE.search(sentence):
         return "goal"
     return "fact" if values_of(sentence) or values_in(sentence) else None
+
+
+# classified(), or a memo of it for a run that asks about the same text twice.
+Classify = Callable[[str], list[tuple[Kind, str]]]
 
 
 def classified(text: str) -> list[tuple[Kind, str]]:

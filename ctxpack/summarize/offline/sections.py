@@ -12,7 +12,7 @@ from ctxpack.redact import mask
 from ctxpack.summarize.offline.actions import Action, clip
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import MAX_QUOTE, Scan
-from ctxpack.summarize.statements import classified
+from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
 
 MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
@@ -40,11 +40,12 @@ def build(
     start: int,
     said: Sequence[str] = (),
     replaced: Collection[str] = (),
+    classify: Classify = classified,
 ) -> dict[str, list[Item]]:
     """`said`: the user's messages of these turns; `replaced`: values a later
     message changed (a statement naming one stays in the ledger only)."""
     sections = _sections(scan, date, focus, start)
-    _add_statements(sections, said, replaced)
+    _add_statements(sections, said, replaced, classify)
     for heading, items in sections.items():
         if heading != COMPLETED_ACTIONS:
             sections[heading] = unique(items)
@@ -128,7 +129,10 @@ _STATED = {
 
 
 def _add_statements(
-    sections: dict[str, list[Item]], said: Sequence[str], replaced: Collection[str]
+    sections: dict[str, list[Item]],
+    said: Sequence[str],
+    replaced: Collection[str],
+    classify: Classify,
 ) -> None:
     """Each user sentence that states a constraint, a goal or a fact goes first
     in its section (the latest first; shown in the order it was said)."""
@@ -136,7 +140,7 @@ def _add_statements(
     position = 0
     olds = [old.lower() for old in replaced]
     for text in said:
-        for kind, sentence in classified(text):
+        for kind, sentence in classify(text):
             position += 1
             if any(old in sentence.lower() for old in olds):
                 continue

@@ -8,6 +8,7 @@ before they are written; it catches the obvious shapes only.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
 from ctxpack.summarize.offline.update import merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
+from ctxpack.summarize.statements import classified
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     max_number,
@@ -43,18 +45,34 @@ class OfflineSummarizer:
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
         found = scan(request.middle, tail=request.tail)
         date = day_of(request.last_timestamp)
-        ledger = Ledger.of(middle=request.middle, previous_summary=request.previous_summary)
+        # The ledger and the sections classify the same user messages.
+        classify = functools.cache(classified)
+        ledger = Ledger.of(
+            middle=request.middle, previous_summary=request.previous_summary, classify=classify
+        )
         said = user_messages(request.middle)
         replaced = ledger.superseded()
         if request.previous_summary is None:
             candidates = build(
-                found, date=date, focus=request.focus, start=1, said=said, replaced=replaced
+                found,
+                date=date,
+                focus=request.focus,
+                start=1,
+                said=said,
+                replaced=replaced,
+                classify=classify,
             )
         else:
             previous = parse(request.previous_summary)
             start = max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
             fresh = build(
-                found, date=date, focus=request.focus, start=start, said=said, replaced=replaced
+                found,
+                date=date,
+                focus=request.focus,
+                start=start,
+                said=said,
+                replaced=replaced,
+                classify=classify,
             )
             candidates = merge_previous(previous, fresh, found)
         marked = {
