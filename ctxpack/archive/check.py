@@ -27,16 +27,33 @@ def find_problems(conn: sqlite3.Connection) -> list[str]:
 
 def _blob_problems(conn: sqlite3.Connection) -> list[str]:
     problems = []
-    # Row by row: blobs can be large, never hold them all at once.
-    for sha, codec, size, packed in conn.execute("SELECT sha256, codec, size, data FROM blobs"):
+    # Row by row: blobs can be large, never hold them all at once. Sliced blobs
+    # come by their base, so that each base is decompressed once.
+    base_sha, base = None, None
+    for sha, codec, size, packed, of in conn.execute(
+        "SELECT sha256, codec, size, data, base FROM blobs ORDER BY base IS NOT NULL, base"
+    ):
+        if of is not None and of != base_sha:
+            base_sha, base = of, _whole(conn, of)
         try:
-            data = unpack(codec, packed, sha=sha)
+            data = unpack(codec, packed, sha=sha, base=base if of is not None else None)
         except ArchiveCorrupt as exc:
             problems.append(exc.message)
             continue
         if len(data) != size:
             problems.append(f"blob {ref_of_sha(sha)}: stored size {size} but holds {len(data)}")
     return problems
+
+
+def _whole(conn: sqlite3.Connection, sha: str) -> bytes | None:
+    """A base blob's bytes; None when it is missing or damaged (reported as such)."""
+    row = conn.execute("SELECT codec, data FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
+    if row is None:
+        return None
+    try:
+        return unpack(row[0], row[1], sha=sha)
+    except ArchiveCorrupt:
+        return None
 
 
 def _reference_problems(conn: sqlite3.Connection) -> list[str]:
