@@ -46,12 +46,15 @@ def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
     budget = 2 * len(base) + len(data)
     anchored = False
     pos = misses = 0
+    previous = -1  # where the last line matched: an earlier summary is archived twice
     start, size = 0, len(data)
     while start < size:
         end = data.find(b"\n", start)
         end = size if end < 0 else end + 1
         line = view[start:end]
         at = _locate(base, line, pos, misses)
+        if at < 0 and previous >= 0 and base.startswith(line, previous):
+            at = previous
         # One line that is not there is a pruned one; search only after two.
         if at < 0 and budget > 0 and (misses or not anchored):
             low = max(pos - WINDOW, 0) if anchored else 0
@@ -64,7 +67,7 @@ def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
         else:
             _add(pieces, at, len(line))
             anchored = True
-            pos, misses = at + len(line), 0
+            pos, misses, previous = at + len(line), 0, at
         start = end
     return pieces
 
