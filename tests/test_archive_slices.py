@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import ctxpack.cli.archive  # noqa: F401  (registers the commands)
 from bench.run import build_input
 from ctxpack.archive import db, slices
+from ctxpack.archive.db import ref_of_sha
 from ctxpack.archive.recall import Recall
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import SUMMARIZED_TURNS, Origin, dump_json
@@ -229,7 +230,7 @@ def test_check_reports_a_damaged_slice_table_and_a_missing_base(
     shown = runner.invoke(app, ["show", turns, "--archive", str(path)])
     assert shown.exit_code == 1 and "slices of a missing blob" in " ".join(shown.stderr.split())
     with Archive.open(path) as store:
-        assert any("slices of a missing blob" in problem for problem in store.check())
+        assert f"blob {turns} is sliced from {ref_of_sha(base)}, which is missing" in store.check()
 
 
 BASE_LINES = TAU_BENCH.read_bytes().splitlines(keepends=True)[:400]

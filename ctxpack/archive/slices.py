@@ -65,11 +65,31 @@ def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
             _add(pieces, _LITERAL, len(line))
             misses = min(misses + 1, MAX_SKIPPED)
         else:
-            _add(pieces, at, len(line))
+            # Then as many whole lines as go on matching, compared in bulk.
+            same = _common_lines(data, end, base, at + len(line))
+            _add(pieces, at, len(line) + same)
             anchored = True
-            pos, misses, previous = at + len(line), 0, at
+            pos, misses, previous = at + len(line) + same, 0, at
+            end += same
         start = end
     return pieces
+
+
+def _common_lines(data: Blob, start: int, base: bytes, pos: int) -> int:
+    """How many bytes of whole lines `data` from `start` and `base` from `pos`
+    share: blocks of doubling size compared at C speed, then halving ones."""
+    view = memoryview(data)
+    room = min(len(data) - start, len(base) - pos)
+    same, step = 0, 2048
+    while step >= 512 and same < room:
+        size = min(step, room - same)
+        if base.startswith(view[start + same : start + same + size], pos + same):
+            same += size
+            step *= 2
+        else:
+            step //= 2
+    cut = data.rfind(b"\n", start, start + same)
+    return cut + 1 - start if cut >= 0 else 0
 
 
 def _locate(base: bytes, line: memoryview, pos: int, skipped: int) -> int:
