@@ -27,16 +27,36 @@ def find_problems(conn: sqlite3.Connection) -> list[str]:
 
 def _blob_problems(conn: sqlite3.Connection) -> list[str]:
     problems = []
-    # Row by row: blobs can be large, never hold them all at once.
-    for sha, codec, size, packed in conn.execute("SELECT sha256, codec, size, data FROM blobs"):
+    # Row by row: blobs can be large, never hold them all at once. Sliced blobs
+    # come by their base, so that each base is decompressed once.
+    base_sha, base, why = None, None, ""
+    for sha, codec, size, packed, of in conn.execute(
+        "SELECT sha256, codec, size, data, base FROM blobs ORDER BY base IS NOT NULL, base"
+    ):
+        if of is not None and of != base_sha:
+            base_sha, (base, why) = of, _whole(conn, of)
+        if of is not None and base is None:
+            problems.append(f"blob {ref_of_sha(sha)} is sliced from {ref_of_sha(of)}, which {why}")
+            continue
         try:
-            data = unpack(codec, packed, sha=sha)
+            data = unpack(codec, packed, sha=sha, base=base if of is not None else None)
         except ArchiveCorrupt as exc:
             problems.append(exc.message)
             continue
         if len(data) != size:
             problems.append(f"blob {ref_of_sha(sha)}: stored size {size} but holds {len(data)}")
     return problems
+
+
+def _whole(conn: sqlite3.Connection, sha: str) -> tuple[bytes | None, str]:
+    """A base blob's bytes, or None and why not (its own problem is reported with it)."""
+    row = conn.execute("SELECT codec, data FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
+    if row is None:
+        return None, "is missing"
+    try:
+        return unpack(row[0], row[1], sha=sha), ""
+    except ArchiveCorrupt:
+        return None, "is damaged"
 
 
 def _reference_problems(conn: sqlite3.Connection) -> list[str]:

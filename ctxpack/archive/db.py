@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ctxpack.archive import slices
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.refs import REF_HEX, REF_PREFIX, Blob, sha256_hex
 
@@ -229,7 +230,14 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE compaction_blobs ADD COLUMN origin TEXT")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+def _v3(conn: sqlite3.Connection) -> None:
+    # A blob stored as slices of another (codec "slices") names that one here;
+    # NULL for a blob stored whole. Older blobs stay whole: nothing to rewrite.
+    conn.execute("ALTER TABLE blobs ADD COLUMN base TEXT")
+    conn.execute("CREATE INDEX blobs_base ON blobs(base) WHERE base IS NOT NULL")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -252,6 +260,24 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         for step in MIGRATIONS[version:]:
             step(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def drop_unused(tx: sqlite3.Connection, *, cutoff: float) -> int:
+    """Delete the blobs untouched since `cutoff` that no compaction cites (in
+    the caller's write transaction); return how many went."""
+    dropped = 0
+    while True:
+        # A blob others are sliced from goes once they have gone: the next round.
+        count = tx.execute(
+            "DELETE FROM blobs WHERE touched < ?"
+            " AND NOT EXISTS (SELECT 1 FROM compactions c WHERE c.input_sha256 = blobs.sha256)"
+            " AND NOT EXISTS (SELECT 1 FROM compaction_blobs b WHERE b.sha256 = blobs.sha256)"
+            " AND NOT EXISTS (SELECT 1 FROM blobs d WHERE d.base = blobs.sha256)",
+            (cutoff,),
+        ).rowcount
+        if not count:
+            return dropped
+        dropped += count
 
 
 # Blob packing. zlib is fast enough to sit on the compaction path; lzma and raw
@@ -286,10 +312,17 @@ def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:
     return out
 
 
-def unpack(codec: str, packed: bytes, *, sha: str) -> bytes:
-    """Decompress and verify the hash; any mismatch is corruption, never silence."""
+def unpack(codec: str, packed: bytes, *, sha: str, base: bytes | None = None) -> bytes:
+    """Decompress and verify the hash; any mismatch is corruption, never silence.
+    `base`: the whole bytes of the blob a sliced blob is cut from."""
     try:
-        if codec == "zlib":
+        if codec == slices.CODEC:
+            if base is None:
+                raise ArchiveCorrupt(
+                    f"blob {ref_of_sha(sha)} is stored as slices of a missing blob"
+                )
+            data = slices.decode(packed, base)
+        elif codec == "zlib":
             data = zlib.decompress(packed)
         elif codec == "lzma":
             data = lzma.decompress(packed)
@@ -297,7 +330,7 @@ def unpack(codec: str, packed: bytes, *, sha: str) -> bytes:
             data = bytes(packed)
         else:
             raise ArchiveCorrupt(f"blob {ref_of_sha(sha)} uses unknown codec {codec!r}")
-    except (zlib.error, lzma.LZMAError) as exc:
+    except (zlib.error, lzma.LZMAError, ValueError) as exc:
         raise ArchiveCorrupt(
             f"blob {ref_of_sha(sha)} is damaged and cannot be decompressed ({exc})"
         ) from None

@@ -1,7 +1,8 @@
 """The lossless archive: every compaction can be undone.
 
 Each compaction stores the original input, every pruned output and the
-summarized middle as content-addressed blobs in one SQLite file, plus the
+summarized middle as content-addressed blobs in one SQLite file (the middle,
+where it is mostly the input's own lines, as slices of the input), plus the
 settings, the report and the sha256 of the output it produced. Placeholders
 cite blobs by `ref_for(data)`, computable without the archive.
 """
@@ -25,6 +26,7 @@ from ctxpack.archive.db import (
     ArchiveMissing,
     InvalidRef,
     connect,
+    drop_unused,
     normalize_ref,
     pack,
     pack_all,
@@ -35,6 +37,7 @@ from ctxpack.archive.db import (
     write_tx,
 )
 from ctxpack.archive.fts import drop_all
+from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
@@ -65,6 +68,7 @@ class Archive:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        self._last_base: tuple[str, bytes] = ("", b"")
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Self:
@@ -103,14 +107,28 @@ class Archive:
         sha = self.resolve(sha_or_ref)
         with translate(self.path):
             row = self._conn.execute(
-                "SELECT codec, data FROM blobs WHERE sha256 = ?", (sha,)
+                "SELECT codec, data, base FROM blobs WHERE sha256 = ?", (sha,)
             ).fetchone()
         if row is None:
             raise ArchiveMissing(f"no archived blob {ref_of_sha(sha)}", path=str(self.path))
+        codec, packed, base = row
         try:
-            return unpack(row[0], row[1], sha=sha)
+            return unpack(codec, packed, sha=sha, base=self._base(base))
         except ArchiveCorrupt as exc:
             raise ArchiveCorrupt(exc.message, path=str(self.path)) from None
+
+    def _base(self, sha: str | None) -> bytes | None:
+        """The whole blob a sliced one is cut from; None for a blob stored whole
+        or a base gone missing (which unpack reports). The last one is kept: the
+        sessions of one file are all sliced from it, and an index pass reads them in turn."""
+        if sha is None:
+            return None
+        if self._last_base[0] != sha:
+            try:
+                self._last_base = (sha, self.get_blob(sha))
+            except ArchiveMissing:
+                return None
+        return self._last_base[1]
 
     def resolve(self, sha_or_ref: str) -> str:
         """Full sha256 for a ref, a full hash or any unique prefix of >= 6 hex digits."""
@@ -144,24 +162,31 @@ class Archive:
         self,
         items: dict[str, Blob],
         then: Callable[[sqlite3.Connection, float], None] | None = None,
+        *,
+        base: str | None = None,
     ) -> None:
+        """Store what is new of `items`; those mostly made of `base`'s bytes
+        (one of the items) as slices of it."""
         with translate(self.path):
             shas = list(items)
             known = self._present(shas)
             # Compress outside the transaction so other writers wait only for the inserts.
             todo = [sha for sha in shas if sha not in known]
-            fresh = [
-                (sha, codec, data, len(items[sha]))
+            sliced = sliced_items(self._conn, items, todo, base=base)
+            whole = [sha for sha in todo if sha not in sliced]
+            fresh: list[tuple[str, str, Blob, int, str | None]] = [
+                (sha, codec, data, len(items[sha]), None)
                 for sha, (codec, data) in zip(
-                    todo, pack_all([items[sha] for sha in todo]), strict=True
+                    whole, pack_all([items[sha] for sha in whole]), strict=True
                 )
             ]
+            fresh += [(sha, CODEC, data, len(items[sha]), base) for sha, data in sliced.items()]
             now = time.time()
             with write_tx(self._conn) as tx:
                 tx.executemany(
-                    "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(sha, codec, packed, size, now) for sha, codec, packed, size in fresh],
+                    "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched, base)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh],
                 )
                 # A gc may have dropped a blob seen above; store it again (rare).
                 for sha in set(shas) - self._present(shas):
@@ -231,7 +256,7 @@ class Archive:
                 [(cid, i, sha, where[i]) for i, sha in enumerate(blob_shas)],
             )
 
-        self._store(items, then=insert)
+        self._store(items, then=insert, base=input_sha)
         return cid
 
     def _compactions(self, where: str, params: tuple[Any, ...]) -> list[Compaction]:
@@ -362,14 +387,7 @@ class Archive:
                 "DELETE FROM compaction_blobs"
                 " WHERE compaction_id NOT IN (SELECT id FROM compactions)"
             )
-            dropped = tx.execute(
-                "DELETE FROM blobs WHERE touched < ?"
-                " AND NOT EXISTS (SELECT 1 FROM compactions c"
-                " WHERE c.input_sha256 = blobs.sha256)"
-                " AND NOT EXISTS (SELECT 1 FROM compaction_blobs b"
-                " WHERE b.sha256 = blobs.sha256)",
-                (cutoff,),
-            ).rowcount
+            dropped = drop_unused(tx, cutoff=cutoff)
             if dropped:
                 # The index cannot forget one blob without its text: start it over.
                 drop_all(tx)
