@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tiktoken
 from typer.testing import CliRunner
 
 from ctxpack import formats
@@ -19,7 +19,9 @@ from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 runner = CliRunner()
 
 
-def _expected_by_role(messages: list[dict[str, Any]], enc: tiktoken.Encoding) -> dict[str, int]:
+def _expected_by_role(
+    messages: list[dict[str, Any]], count: Callable[[str], int]
+) -> dict[str, int]:
     """Independent count: every text the model sees, plus the per-message overhead."""
     out: dict[str, int] = {}
     for msg in messages:
@@ -30,7 +32,7 @@ def _expected_by_role(messages: list[dict[str, Any]], enc: tiktoken.Encoding) ->
             texts += [call["function"]["name"], call["function"]["arguments"]]
         if msg.get("function_call"):
             texts += [msg["function_call"]["name"], msg["function_call"]["arguments"]]
-        tokens = sum(len(enc.encode_ordinary(t)) for t in texts) + MESSAGE_OVERHEAD
+        tokens = sum(count(t) for t in texts) + MESSAGE_OVERHEAD
         out[msg["role"]] = out.get(msg["role"], 0) + tokens
     return out
 
@@ -48,7 +50,7 @@ def test_cli_count_matches_direct_tiktoken(path: Path, no_network: None) -> None
     enc = get_encoding("o200k_base")
     expected_total: dict[str, int] = {}
     for messages in _raw_sessions(path):
-        for role, n in _expected_by_role(messages, enc).items():
+        for role, n in _expected_by_role(messages, lambda t: len(enc.encode_ordinary(t))).items():
             expected_total[role] = expected_total.get(role, 0) + n
     result = runner.invoke(app, ["count", str(path), "--json"])
     assert result.exit_code == 0, result.output
@@ -102,3 +104,20 @@ def test_unknown_encoding_exit_2() -> None:
 def test_estimate_mode() -> None:
     result = runner.invoke(app, ["count", str(TOOLBENCH), "--json", "--estimate"])
     assert json.loads(result.stdout)["estimate"] is True
+
+
+@pytest.mark.parametrize("path", OPENAI_FIXTURES, ids=lambda p: p.name)
+def test_estimate_is_four_chars_a_token_of_every_text_through_library_and_cli(
+    path: Path,
+) -> None:
+    expected: dict[str, int] = {}
+    for messages in _raw_sessions(path):
+        for role, n in _expected_by_role(messages, lambda t: -(-len(t) // 4)).items():
+            expected[role] = expected.get(role, 0) + n
+    transcript = formats.read(path.read_bytes(), path=str(path))
+    library = count_transcript(transcript, counter=TokenCounter(estimate=True)).to_dict()
+    result = runner.invoke(app, ["count", str(path), "--json", "--estimate"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == library["total"]
+    assert library["total"]["tokens_by_role"] == dict(sorted(expected.items()))
+    assert library["total"]["tokens"] == sum(expected.values())

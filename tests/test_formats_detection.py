@@ -7,11 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
+from ctxpack.formats import jsonl
 from tests.conftest import FIXTURES, SHARED
 
 # Folder name -> the format its files are (the rest are named as the format).
@@ -101,3 +104,13 @@ def test_a_forced_format_that_finds_no_messages_is_an_error(tmp_path: Path) -> N
     result = runner.invoke(app, ["count", str(source), "--from", "pi"])
     assert result.exit_code != 0
     assert "no messages" in result.stderr and "codex" in result.stderr
+
+
+@given(
+    st.binary(max_size=80).map(lambda b: b.replace(b"a", b"\n").replace(b"b", b" ")),
+    st.integers(min_value=1, max_value=6),
+)
+def test_line_starts_are_the_first_lines_stripped_and_cut(head: bytes, limit: int) -> None:
+    # Found without splitting the whole head: a detector may be given a large file.
+    expected = [line.strip()[:4096] for line in head.split(b"\n")[:limit] if line.strip()]
+    assert jsonl.line_starts(head, limit=limit) == expected

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from hypothesis import given
+from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
 from ctxpack.errors import UsageError
@@ -82,6 +84,31 @@ def test_estimate_is_four_chars_per_token() -> None:
     est = TokenCounter(estimate=True)
     assert est.text("abcdefghi") == 3
     assert est.message({"role": "user", "content": "abcd"}) == 1 + MESSAGE_OVERHEAD
+
+
+def test_an_estimate_keeps_no_memo_and_needs_no_priming() -> None:
+    est = TokenCounter(estimate=True)
+    msgs = [{"role": "user", "content": "abcd" * 3}, {"role": "tool", "content": "x"}]
+    est.prime(msgs)
+    with est.counting(msgs):
+        assert est.messages(msgs) == 3 + 1 + 2 * MESSAGE_OVERHEAD
+    assert est.breakdown(msgs[1]) == {"tool_results": 1, "overhead": MESSAGE_OVERHEAD}
+    assert est._memo == {} and est._alive == []
+
+
+@given(
+    role=st.one_of(
+        st.sampled_from(["system", "developer", "user", "assistant", "tool"]), st.text()
+    ),
+    text=st.text(),
+)
+def test_a_plain_messages_estimate_is_what_the_full_rule_gives(role: str, text: str) -> None:
+    # An empty reasoning text adds nothing, but sends the message through the
+    # rule for every part of a message instead of the plain-text path.
+    est = TokenCounter(estimate=True)
+    plain = {"role": role, "content": text}
+    assert est.counts(plain) == est.counts({**plain, "reasoning_content": ""})
+    assert est.message(plain) == -(-len(text) // 4) + MESSAGE_OVERHEAD
 
 
 def test_rank_snapshot_is_verified_and_rebuilt(

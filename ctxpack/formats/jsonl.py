@@ -101,10 +101,17 @@ _LINE_PREFIX = 4096
 
 def line_starts(head: bytes, *, limit: int = 20) -> list[bytes]:
     starts = []
-    for line in head.split(b"\n")[:limit]:
-        line = line.strip()
+    # Found line by line: the head may be a whole large file, which splitting
+    # would copy for the sake of its first lines.
+    start = 0
+    for _ in range(limit):
+        end = head.find(b"\n", start)
+        line = (head[start:] if end < 0 else head[start:end]).strip()
         if line:
             starts.append(line[:_LINE_PREFIX])
+        if end < 0:
+            break
+        start = end + 1
     return starts
 
 

@@ -82,6 +82,8 @@ _TEXT_KIND = {
     "tool": "tool_results",
     "function": "tool_results",
 }
+# A message with none of these keys and string content is only its text.
+_NOT_PLAIN = frozenset({"tool_calls", "function_call", *m.REASONING_KEYS})
 
 _load_lock = threading.Lock()
 _loaded: dict[str, tiktoken.Encoding] = {}
@@ -281,8 +283,11 @@ class TokenCounter:
         """Count every message not counted yet, on several cores when that pays.
 
         Stages call this before walking a session so that the per-message
-        lookups that follow are memo hits.
+        lookups that follow are memo hits. An estimate keeps no memo: its
+        arithmetic costs less than a memo entry.
         """
+        if self.estimate:
+            return
         todo, workers = self._uncounted(msgs)
         if todo:
             self._remember(todo, forked.map_forked(self._packed, todo, workers=workers))
@@ -291,6 +296,9 @@ class TokenCounter:
     def counting(self, msgs: list[Message]) -> Iterator[None]:
         """Count msgs in child processes while the with-block does other work
         (work that needs no counts, or only a few: those are counted here)."""
+        if self.estimate:
+            yield
+            return
         todo, workers = self._uncounted(msgs)
         if workers == 1:
             yield
@@ -307,8 +315,6 @@ class TokenCounter:
     def _uncounted(self, msgs: list[Message]) -> tuple[list[Message], int]:
         """The messages not counted yet, and how many processes should count them."""
         todo = [msg for msg in msgs if id(msg) not in self._memo]
-        if self.estimate:
-            return todo, 1
         if len(todo) < PARALLEL_MIN_MESSAGES:
             if self._encoding is None and self._chars(todo) > _python_chars["left"]:
                 self._encoder()
@@ -318,7 +324,7 @@ class TokenCounter:
 
     def _chars(self, msgs: list[Message]) -> int:
         """Roughly the characters an exact count of msgs tokenizes."""
-        return sum(sum(self._count(msg, len).values()) for msg in msgs)
+        return sum(sum(_kinds(msg, len).values()) for msg in msgs)
 
     def _remember(self, msgs: list[Message], counted: Iterable[tuple[int, ...]]) -> None:
         self._memo.update(zip(map(id, msgs), counted, strict=True))
@@ -330,10 +336,10 @@ class TokenCounter:
         self._alive.clear()
 
     def text(self, text: str) -> int:
+        if self.estimate:
+            return _estimate(text)
         if not text:
             return 0
-        if self.estimate:
-            return -(-len(text) // CHARS_PER_TOKEN)
         if self._encoding is None:
             if self.encoding_name in _loaded:
                 self._encoding = _loaded[self.encoding_name]
@@ -356,6 +362,8 @@ class TokenCounter:
 
     def counts(self, msg: Message) -> tuple[int, ...]:
         """(total, then the tokens of each of KINDS in order) of one message."""
+        if self.estimate:
+            return estimated(msg)
         hit = self._memo.get(id(msg))
         if hit is not None:
             return hit
@@ -364,41 +372,7 @@ class TokenCounter:
         return entry
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
-        kinds = self._count(msg, self.text)
-        return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
-
-    def _count(self, msg: Message, text: Callable[[str], int]) -> dict[str, int]:
-        content = msg.get("content")
-        kinds: dict[str, int] = {}
-        # Most messages are plain text with nothing else to count: one lookup each.
-        tokens = (
-            text(content)
-            if isinstance(content, str)
-            else sum(text(t) for t in m.text_parts(msg))
-            if content
-            else 0
-        )
-        if tokens:
-            kinds[_TEXT_KIND.get(m.role(msg), "user_text")] = tokens
-        if "tool_calls" in msg or "function_call" in msg:
-            calls = 0
-            for call in m.tool_calls(msg):
-                calls += text(m.call_name(call)) + text(m.call_arguments(call))
-            legacy = m.legacy_function_call(msg)
-            if legacy is not None:
-                calls += text(_str(legacy.get("name"))) + text(_str(legacy.get("arguments")))
-            if calls:
-                kinds["tool_calls"] = calls
-        if "reasoning_content" in msg or "reasoning" in msg or "thinking" in msg:
-            reasoning = sum(text(t) for t in m.reasoning_texts(msg))
-            if reasoning:
-                kinds["reasoning"] = reasoning
-        if isinstance(content, list):
-            images = m.image_count(msg)
-            if images:
-                kinds["images"] = IMAGE_TOKENS * images
-        kinds["overhead"] = MESSAGE_OVERHEAD
-        return kinds
+        return _row(_kinds(msg, self.text))
 
     def message(self, msg: Message) -> int:
         return self.counts(msg)[0]
@@ -407,6 +381,69 @@ class TokenCounter:
         self.prime(msgs)
         counts = self.counts
         return sum(counts(msg)[0] for msg in msgs)
+
+
+def _estimate(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _row(kinds: dict[str, int]) -> tuple[int, ...]:
+    return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
+
+
+# Per text kind, the zeros before its column and the columns after it, of a
+# message that is only text of that kind.
+_PLAIN = {
+    kind: (_ZEROS[:at], (*_ZEROS[at + 1 : -1], MESSAGE_OVERHEAD))
+    for at, kind in enumerate(KINDS[:-1])
+}
+
+
+def estimated(msg: Message) -> tuple[int, ...]:
+    """The estimate row of one message: what `counts` gives, by arithmetic on
+    the lengths orjson returned, with no counter state at all."""
+    content = msg.get("content")
+    # Most messages are one string of text: its length is the whole estimate.
+    if type(content) is str and _NOT_PLAIN.isdisjoint(msg):
+        before, after = _PLAIN[_TEXT_KIND.get(m.role(msg), "user_text")]
+        tokens = _estimate(content)
+        return (tokens + MESSAGE_OVERHEAD, *before, tokens, *after)
+    return _row(_kinds(msg, _estimate))
+
+
+def _kinds(msg: Message, text: Callable[[str], int]) -> dict[str, int]:
+    """Tokens of one message by kind, as `text` counts each of its texts."""
+    content = msg.get("content")
+    kinds: dict[str, int] = {}
+    # Most messages are plain text with nothing else to count: one lookup each.
+    tokens = (
+        text(content)
+        if isinstance(content, str)
+        else sum(text(t) for t in m.text_parts(msg))
+        if content
+        else 0
+    )
+    if tokens:
+        kinds[_TEXT_KIND.get(m.role(msg), "user_text")] = tokens
+    if "tool_calls" in msg or "function_call" in msg:
+        calls = 0
+        for call in m.tool_calls(msg):
+            calls += text(m.call_name(call)) + text(m.call_arguments(call))
+        legacy = m.legacy_function_call(msg)
+        if legacy is not None:
+            calls += text(_str(legacy.get("name"))) + text(_str(legacy.get("arguments")))
+        if calls:
+            kinds["tool_calls"] = calls
+    if "reasoning_content" in msg or "reasoning" in msg or "thinking" in msg:
+        reasoning = sum(text(t) for t in m.reasoning_texts(msg))
+        if reasoning:
+            kinds["reasoning"] = reasoning
+    if isinstance(content, list):
+        images = m.image_count(msg)
+        if images:
+            kinds["images"] = IMAGE_TOKENS * images
+    kinds["overhead"] = MESSAGE_OVERHEAD
+    return kinds
 
 
 def _str(value: Any) -> str:
