@@ -140,9 +140,7 @@ def test_estimate_never_imports_tiktoken(argv: list[str]) -> None:
     assert not {name for name in imported if name.startswith("tiktoken")}
 
 
-def test_a_torn_token_table_is_built_again(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_torn_token_table_is_built_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tokens, "_small", {})
     text = "Token tables load by mapping: ctxpack counts /usr/lib/python3.11 once."
