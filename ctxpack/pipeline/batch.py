@@ -22,15 +22,21 @@ from ctxpack.tokens.counter import TokenCounter
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Event as EventType
 
+    from ctxpack.pipeline.archiving import Archives
+
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
 
 
 def compress_file(
-    job: FileJob, *, stage: Compress, counter: TokenCounter | None = None
+    job: FileJob,
+    *,
+    stage: Compress,
+    counter: TokenCounter | None = None,
+    archives: Archives | None = None,
 ) -> FileOutcome[CompressReport]:
     """One file of a batch: its errors come back as data, so the others go on."""
     try:
-        outcome = run_file(job, stage=stage, counter=counter)
+        outcome = run_file(job, stage=stage, counter=counter, archives=archives)
     except CtxpackError as exc:
         return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
     if outcome.report is not None:
@@ -130,17 +136,36 @@ def skip_reason(
 
 
 _stop: EventType | None = None
+# A worker's archives stay open from its first file to its exit.
+_archives: Archives | None = None
 
 
-def _init_worker(stop: EventType) -> None:
-    global _stop
+def _init_worker(stop: EventType, archive: bool) -> None:
+    global _stop, _archives
     _stop = stop
+    _archives = _open_archives(archive)
+    if _archives is not None:
+        from multiprocessing.util import Finalize
+
+        # A pool's worker leaves through os._exit, which skips atexit; this
+        # runs on its way out, after its last file or on SIGTERM.
+        Finalize(None, _archives.close, exitpriority=0)
     # Ctrl-C reaches the whole process group; the parent alone answers it and
     # ends the workers with SIGTERM, which unwinds a write like an interrupt
     # (its temp file removed) and ends the process without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _open_archives(archive: bool) -> Archives | None:
+    """Where a batch process keeps its archives open; None when no job keeps one
+    (sqlite is then never imported)."""
+    if not archive:
+        return None
+    from ctxpack.pipeline.archiving import Archives
+
+    return Archives()
 
 
 def _terminated(_signum: int, _frame: object) -> None:
@@ -152,7 +177,7 @@ def _worker_job(job: FileJob, stage: Compress) -> FileOutcome[CompressReport]:
         return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
     # The batch already keeps every core busy with a file each.
     counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
-    return compress_file(job, stage=stage, counter=counter)
+    return compress_file(job, stage=stage, counter=counter, archives=_archives)
 
 
 Outcome = FileOutcome[CompressReport]
@@ -178,25 +203,31 @@ def run_batch(
 ) -> list[Outcome]:
     """Run jobs, `workers` processes at a time; on_done returns False to stop early."""
     outcomes: list[Outcome] = []
+    archive = any(job.archive for job in jobs)
     if workers <= 1 or len(jobs) <= 1:
         counters: dict[tuple[str, bool], TokenCounter] = {}
-        for job in jobs:
-            key = (job.encoding, job.estimate)
-            counter = counters.setdefault(
-                key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
-            )
-            outcome = compress_file(job, stage=stage, counter=counter)
-            # The memo would keep every finished file's messages alive.
-            counter.forget()
-            outcomes.append(outcome)
-            if not on_done(outcome):
-                break
+        archives = _open_archives(archive)
+        try:
+            for job in jobs:
+                key = (job.encoding, job.estimate)
+                counter = counters.setdefault(
+                    key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
+                )
+                outcome = compress_file(job, stage=stage, counter=counter, archives=archives)
+                # The memo would keep every finished file's messages alive.
+                counter.forget()
+                outcomes.append(outcome)
+                if not on_done(outcome):
+                    break
+        finally:
+            if archives is not None:
+                archives.close()
         return outcomes
     # Set on Ctrl-C or --fail-fast: files already handed to a worker but not
     # yet started are skipped instead of written.
     stop = multiprocessing.get_context().Event()
     with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init_worker, initargs=(stop,)
+        max_workers=workers, initializer=_init_worker, initargs=(stop, archive)
     ) as pool:
         # The workers are forked here: they start with SIGINT and SIGTERM blocked
         # until their own handlers are in place; an interrupt meanwhile waits

@@ -18,7 +18,7 @@ from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
-    from ctxpack.pipeline.archiving import Record
+    from ctxpack.pipeline.archiving import Archives, Record
     from ctxpack.refs import Blob
 
 # The archive (sqlite3, zlib) is imported by the runs that write one: a
@@ -187,9 +187,15 @@ def chosen_name(path: str, *, source_format: str, output_format: str) -> str:
 
 
 def run_file(
-    job: FileJob, *, stage: Stage[R], counter: TokenCounter | None = None
+    job: FileJob,
+    *,
+    stage: Stage[R],
+    counter: TokenCounter | None = None,
+    archives: Archives | None = None,
 ) -> FileOutcome[R]:
-    """Read, stage, write and archive one transcript; errors are raised."""
+    """Read, stage, write and archive one transcript; errors are raised.
+    `archives`: the archives a batch keeps open across its files; None: the
+    job's archive is opened for this file alone."""
     counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
     if not job.write:
         transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
@@ -198,11 +204,11 @@ def run_file(
     done = compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
     files.raise_if_interrupted()
     if done.record is not None:
-        from ctxpack.archive.store import Archive
-        from ctxpack.pipeline.archiving import store
+        from ctxpack.pipeline.archiving import Archives, store
 
-        with archiving(), Archive.open(job.archive_path) as archive:
-            store(archive, done.record)
+        with archiving(), contextlib.ExitStack() as own:
+            kept = archives if archives is not None else own.enter_context(Archives())
+            store(kept.get(job.archive_path), done.record)
     output = job.output
     if output is None:
         return FileOutcome(job, report=done.report, data=done.data, target="stdout")
