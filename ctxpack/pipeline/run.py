@@ -200,15 +200,28 @@ def run_file(
     if not job.write:
         transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
         return FileOutcome(job, report=stage(transcript, counter=counter).report)
+    return land(job, compact_file(job, stage=stage, counter=counter), archives=archives)
+
+
+def compact_file(job: FileJob, *, stage: Stage[R], counter: TokenCounter) -> Compacted[R]:
+    """The half of a run that reads: its outputs checked, then the file through the stage."""
     check_outputs(job)
-    done = compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+    return compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+
+
+def land(job: FileJob, done: Compacted[R], *, archives: Archives | None = None) -> FileOutcome[R]:
+    """The half of a run that writes: archived first, then the output, so that
+    no output exists that the archive cannot undo. A batch's workers compact
+    and its parent lands, so that their disk waits overlap the next file's work."""
     files.raise_if_interrupted()
     if done.record is not None:
         from ctxpack.pipeline.archiving import Archives, store
 
         with archiving(), contextlib.ExitStack() as own:
-            kept = archives if archives is not None else own.enter_context(Archives())
-            store(kept.get(job.archive_path), done.record)
+            if archives is None:
+                archives = Archives()
+                own.callback(archives.close)
+            store(archives.get(job.archive_path), done.record)
     output = job.output
     if output is None:
         return FileOutcome(job, report=done.report, data=done.data, target="stdout")
