@@ -55,11 +55,12 @@ def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, 
 
     failures = [f for f in done if f.error]
     reports = [f.report for f in done if f.report is not None]
-    sources = [f.source for f in done]
+    # Once per batch: per row, it is quadratic in the number of files.
+    root = _common_root([f.source for f in done])
     batch_totals(
         [
             (
-                _short(r["path"], sources),
+                _short(r["path"], root),
                 r["tokens_before"],
                 r["tokens_after"],
                 file_status(s["status"] for s in r["sessions"]),
@@ -80,12 +81,19 @@ def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, 
         raise typer.Exit(max(f.exit_code for f in failures))
 
 
-def _short(path: str, sources: list[str]) -> str:
+def _common_root(sources: list[str]) -> str | None:
+    """The common directory of a batch's files; None for one file (its own directory)."""
+    import os.path
+
+    return os.path.commonpath(sources) if len(sources) > 1 else None
+
+
+def _short(path: str, root: str | None) -> str:
     """A batch row names the file relative to the common directory of the batch."""
     import os.path
 
-    root = os.path.commonpath(sources) if len(sources) > 1 else os.path.dirname(path)
-    return os.path.relpath(path, root) if root else path
+    where = os.path.dirname(path) if root is None else root
+    return os.path.relpath(path, where) if where else path
 
 
 def _batch_document(done: list[Finished]) -> dict[str, Any]:

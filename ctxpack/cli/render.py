@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ctxpack.tokens.counter import KINDS
 from ctxpack.tokens.tally import CountReport, Tally
@@ -324,11 +325,11 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
         tb += before
         ta += after
         table.add_row(
-            _escape(shorten_middle(name, name_width)),
-            f"{before:,}",
-            f"{after:,}",
-            f"{after / before:.1%}" if before else "-",
-            status,
+            Text(shorten_middle(name, name_width)),
+            Text(f"{before:,}"),
+            Text(f"{after:,}"),
+            Text(f"{after / before:.1%}" if before else "-"),
+            Text(status),
         )
     table.add_section()
     table.add_row(

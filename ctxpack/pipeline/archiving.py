@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
 from ctxpack import toolpairs
+from ctxpack.archive.db import resolve_path
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, Origin
 from ctxpack.refs import Blob
@@ -97,6 +99,28 @@ def run_record(
         settings=kept.settings,
         report=kept.report,
     )
+
+
+class Archives:
+    """The archives one process writes over a batch, each opened once: opening
+    one (its schema check) and closing it (a checkpoint of its log, with its
+    fsyncs) cost more than storing a small file's record."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, Archive] = {}
+
+    def get(self, path: str | None) -> Archive:
+        """The archive at `path` (or its default, as Archive.open finds it), opened on first use."""
+        where = resolve_path(path)
+        archive = self._open.get(where)
+        if archive is None:
+            archive = self._open[where] = Archive.open(where)
+        return archive
+
+    def close(self) -> None:
+        for archive in self._open.values():
+            archive.close()
+        self._open.clear()
 
 
 def store(archive: Archive, record: Record) -> str:

@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxpack import files, formats
 from ctxpack.errors import INTERRUPTED, CtxpackError, InputError
-from ctxpack.pipeline.run import FileJob, FileOutcome, run_file
+from ctxpack.pipeline.run import Compacted, FileJob, FileOutcome, compact_file, land, run_file
 from ctxpack.pipeline.stages import Compress
 from ctxpack.report import CompressReport
 from ctxpack.tokens.counter import TokenCounter
@@ -22,20 +23,47 @@ from ctxpack.tokens.counter import TokenCounter
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Event as EventType
 
+    from ctxpack.pipeline.archiving import Archives
+
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json", ".traj", ".ndjson")
+
+T = TypeVar("T")
+Outcome = FileOutcome[CompressReport]
+# What a worker sends back: the file compacted in memory, or why it was not.
+Made = Compacted[CompressReport] | Outcome
 
 
 def compress_file(
-    job: FileJob, *, stage: Compress, counter: TokenCounter | None = None
-) -> FileOutcome[CompressReport]:
+    job: FileJob,
+    *,
+    stage: Compress,
+    counter: TokenCounter | None = None,
+    archives: Archives | None = None,
+) -> Outcome:
     """One file of a batch: its errors come back as data, so the others go on."""
+    return _written(
+        _caught(job, lambda: run_file(job, stage=stage, counter=counter, archives=archives))
+    )
+
+
+def _caught(job: FileJob, run: Callable[[], T]) -> T | Outcome:
     try:
-        outcome = run_file(job, stage=stage, counter=counter)
+        return run()
     except CtxpackError as exc:
         return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
+
+
+def _written(outcome: Outcome) -> Outcome:
     if outcome.report is not None:
         outcome.report.output = outcome.target
     return outcome
+
+
+def _landed(job: FileJob, made: Made, *, archives: Archives | None) -> Outcome:
+    """A worker's file, archived and written here (or its error)."""
+    if isinstance(made, FileOutcome):
+        return made
+    return _written(_caught(job, lambda: land(job, made, archives=archives)))
 
 
 @dataclass
@@ -130,32 +158,50 @@ def skip_reason(
 
 
 _stop: EventType | None = None
+# Where concurrent.futures sends a worker's result back to the parent.
+_SENDING = "_sendback_result"
 
 
 def _init_worker(stop: EventType) -> None:
     global _stop
     _stop = stop
     # Ctrl-C reaches the whole process group; the parent alone answers it and
-    # ends the workers with SIGTERM, which unwinds a write like an interrupt
-    # (its temp file removed) and ends the process without a traceback.
+    # ends the workers with SIGTERM, which stops the file in hand (a worker
+    # writes nothing, so nothing is left half-done) without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _terminated(_signum: int, _frame: object) -> None:
+def _open_archives(archive: bool) -> Archives | None:
+    """Where a batch keeps its archives open; None when no job keeps one
+    (sqlite is then never imported)."""
+    if not archive:
+        return None
+    from ctxpack.pipeline.archiving import Archives
+
+    return Archives()
+
+
+def _terminated(_signum: int, frame: FrameType | None) -> None:
+    # A result being sent must be sent whole: cut off, it would leave the
+    # parent reading the pipe forever. That worker leaves when the pool
+    # shuts down instead, having skipped any file it is handed after.
+    while frame is not None:
+        if frame.f_code.co_name == _SENDING:
+            return
+        frame = frame.f_back
     raise SystemExit(INTERRUPTED)
 
 
-def _worker_job(job: FileJob, stage: Compress) -> FileOutcome[CompressReport]:
+def _worker_job(job: FileJob, stage: Compress) -> Made:
+    """A file compacted in a worker, which writes nothing: the parent archives
+    and writes it while the worker goes on to its next file."""
     if _stop is not None and _stop.is_set():
         return FileOutcome(job, error=f"{job.source}: not started", exit_code=INTERRUPTED)
     # The batch already keeps every core busy with a file each.
     counter = TokenCounter(encoding=job.encoding, estimate=job.estimate, workers=1)
-    return compress_file(job, stage=stage, counter=counter)
-
-
-Outcome = FileOutcome[CompressReport]
+    return _caught(job, lambda: compact_file(job, stage=stage, counter=counter))
 
 
 @dataclass(frozen=True)
@@ -178,37 +224,47 @@ def run_batch(
 ) -> list[Outcome]:
     """Run jobs, `workers` processes at a time; on_done returns False to stop early."""
     outcomes: list[Outcome] = []
+    archive = any(job.archive for job in jobs)
     if workers <= 1 or len(jobs) <= 1:
         counters: dict[tuple[str, bool], TokenCounter] = {}
-        for job in jobs:
-            key = (job.encoding, job.estimate)
-            counter = counters.setdefault(
-                key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
-            )
-            outcome = compress_file(job, stage=stage, counter=counter)
-            # The memo would keep every finished file's messages alive.
-            counter.forget()
-            outcomes.append(outcome)
-            if not on_done(outcome):
-                break
+        archives = _open_archives(archive)
+        try:
+            for job in jobs:
+                key = (job.encoding, job.estimate)
+                counter = counters.setdefault(
+                    key, TokenCounter(encoding=job.encoding, estimate=job.estimate)
+                )
+                outcome = compress_file(job, stage=stage, counter=counter, archives=archives)
+                # The memo would keep every finished file's messages alive.
+                counter.forget()
+                outcomes.append(outcome)
+                if not on_done(outcome):
+                    break
+        finally:
+            if archives is not None:
+                archives.close()
         return outcomes
     # Set on Ctrl-C or --fail-fast: files already handed to a worker but not
     # yet started are skipped instead of written.
     stop = multiprocessing.get_context().Event()
+    archives = _open_archives(archive)
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(stop,)
     ) as pool:
         # The workers are forked here: they start with SIGINT and SIGTERM blocked
         # until their own handlers are in place; an interrupt meanwhile waits
-        # for the parent, which takes it when the mask is lifted.
+        # for the parent, which takes it when the mask is lifted. (The archive
+        # is opened after: a forked sqlite connection is not safe to use.)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
-            pending: list[Future[Outcome]] = [pool.submit(_worker_job, job, stage) for job in jobs]
+            pending: dict[Future[Made], FileJob] = {
+                pool.submit(_worker_job, job, stage): job for job in jobs
+            }
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             for future in as_completed(pending):
-                outcome = future.result()
+                outcome = _landed(pending[future], future.result(), archives=archives)
                 outcomes.append(outcome)
                 if not on_done(outcome):
                     stop.set()
@@ -223,6 +279,9 @@ def run_batch(
                 child.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+        finally:
+            if archives is not None:
+                archives.close()
     # Worker results carry pickled copies of their jobs: match them by source.
     order = {job.source: i for i, job in enumerate(jobs)}
     outcomes.sort(key=lambda o: order.get(o.job.source, 0))

@@ -18,7 +18,7 @@ from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
-    from ctxpack.pipeline.archiving import Record
+    from ctxpack.pipeline.archiving import Archives, Record
     from ctxpack.refs import Blob
 
 # The archive (sqlite3, zlib) is imported by the runs that write one: a
@@ -187,22 +187,41 @@ def chosen_name(path: str, *, source_format: str, output_format: str) -> str:
 
 
 def run_file(
-    job: FileJob, *, stage: Stage[R], counter: TokenCounter | None = None
+    job: FileJob,
+    *,
+    stage: Stage[R],
+    counter: TokenCounter | None = None,
+    archives: Archives | None = None,
 ) -> FileOutcome[R]:
-    """Read, stage, write and archive one transcript; errors are raised."""
+    """Read, stage, write and archive one transcript; errors are raised.
+    `archives`: the archives a batch keeps open across its files; None: the
+    job's archive is opened for this file alone."""
     counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
     if not job.write:
         transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
         return FileOutcome(job, report=stage(transcript, counter=counter).report)
+    return land(job, compact_file(job, stage=stage, counter=counter), archives=archives)
+
+
+def compact_file(job: FileJob, *, stage: Stage[R], counter: TokenCounter) -> Compacted[R]:
+    """The half of a run that reads: its outputs checked, then the file through the stage."""
     check_outputs(job)
-    done = compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+    return compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+
+
+def land(job: FileJob, done: Compacted[R], *, archives: Archives | None = None) -> FileOutcome[R]:
+    """The half of a run that writes: archived first, then the output, so that
+    no output exists that the archive cannot undo. A batch's workers compact
+    and its parent lands, so that their disk waits overlap the next file's work."""
     files.raise_if_interrupted()
     if done.record is not None:
-        from ctxpack.archive.store import Archive
-        from ctxpack.pipeline.archiving import store
+        from ctxpack.pipeline.archiving import Archives, store
 
-        with archiving(), Archive.open(job.archive_path) as archive:
-            store(archive, done.record)
+        with archiving(), contextlib.ExitStack() as own:
+            if archives is None:
+                archives = Archives()
+                own.callback(archives.close)
+            store(archives.get(job.archive_path), done.record)
     output = job.output
     if output is None:
         return FileOutcome(job, report=done.report, data=done.data, target="stdout")

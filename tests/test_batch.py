@@ -1,0 +1,117 @@
+"""A batch of files through `compress DIR`: workers compact, the parent archives
+and writes, each archive is opened once, and a worker told to stop never cuts
+off the result it is sending."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import files
+from ctxpack.archive.store import Archive
+from ctxpack.cli.app import app
+from ctxpack.errors import INTERRUPTED
+from ctxpack.pipeline import batch
+
+from .conftest import FIXTURES
+
+runner = CliRunner()
+
+# Six real sessions in three formats; --force compacts most of them.
+SOURCES = [
+    *sorted((FIXTURES / "claude-code").glob("*.jsonl"))[1:],
+    *sorted((FIXTURES / "codex").glob("*.jsonl")),
+    FIXTURES / "openai-chat" / "tau-bench__historical_trajectories__gpt-4o-airline.json",
+]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    src = tmp_path / "in"
+    src.mkdir()
+    for source in SOURCES:
+        shutil.copy(source, src / source.name)
+    return src
+
+
+def _compress(src: Path, out: Path, archive: Path, jobs: int) -> Any:
+    return runner.invoke(
+        app,
+        [
+            *("compress", "--offline", "--force", str(src), "-o", str(out)),
+            *("--jobs", str(jobs), "--archive", str(archive)),
+        ],
+    )
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_batch_opens_its_archive_once_and_the_parent_writes_every_file(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    opened: list[Path] = []
+    real_open = Archive.open
+
+    def counting_open(path: Any = None, **kwargs: Any) -> Archive:
+        opened.append(Path(path))
+        return real_open(path, **kwargs)
+
+    # Forked workers inherit the spy: every process that writes names itself here.
+    writers = tmp_path / "writers"
+    real_write = files.write_atomic
+
+    def noting_write(path: str, data: bytes, **kwargs: Any) -> None:
+        with writers.open("a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        real_write(path, data, **kwargs)
+
+    monkeypatch.setattr(Archive, "open", staticmethod(counting_open))
+    monkeypatch.setattr(files, "write_atomic", noting_write)
+    archive, out = tmp_path / "archive.db", tmp_path / "out"
+    result = _compress(folder, out, archive, jobs)
+    assert result.exit_code == 0, result.output
+    assert opened == [archive]
+    assert writers.read_text().split() == [str(os.getpid())] * len(SOURCES)
+    assert sorted(p.name for p in out.iterdir()) == sorted(s.name for s in SOURCES)
+    # Closed at the end of the batch: its log checkpointed and gone.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archive.db", "in", "out", "writers"]
+    with contextlib.closing(sqlite3.connect(archive)) as db:
+        stored = sorted(row[0] for row in db.execute("SELECT source_path FROM compactions"))
+    # One compaction per file the batch changed (an unchanged one has nothing to undo).
+    changed = [s for s in SOURCES if (out / s.name).read_bytes() != s.read_bytes()]
+    assert stored == sorted(str(folder / s.name) for s in changed)
+    assert len(changed) >= 2
+
+
+def test_one_and_two_workers_write_the_same_bytes_and_table(folder: Path, tmp_path: Path) -> None:
+    runs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}"
+        result = _compress(folder, out, tmp_path / f"a{jobs}.db", jobs)
+        assert result.exit_code == 0, result.output
+        runs[jobs] = ({p.name: p.read_bytes() for p in out.iterdir()}, result.stderr)
+    assert runs[1] == runs[2]
+    assert "batch" in runs[2][1] and f"{len(SOURCES)} file(s)" in runs[2][1]
+
+
+def _sendback_result() -> None:
+    """Stands where concurrent.futures sends a worker's result back."""
+    batch._terminated(signal.SIGTERM, sys._getframe())
+
+
+def test_a_worker_told_to_stop_finishes_sending_its_result() -> None:
+    _sendback_result()  # returns: the result goes out whole
+
+
+def test_a_worker_told_to_stop_mid_file_stops_at_once() -> None:
+    with pytest.raises(SystemExit) as stopped:
+        batch._terminated(signal.SIGTERM, sys._getframe())
+    assert stopped.value.code == INTERRUPTED
