@@ -40,7 +40,7 @@ CTXPACK = [sys.executable, "-m", "ctxpack"]
 
 BASELINE = r"""
 import sys, orjson
-from ctxpack.tokens.counter import get_encoding
+from ctxpack.tokens.encodings import get_encoding
 enc = None if sys.argv[2] == "parse" else get_encoding("o200k_base")
 TEXT = {"text", "input_text", "output_text", "tool_output", "refusal"}
 total = 0

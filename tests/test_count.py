@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from ctxpack import formats
 from ctxpack.cli import app
-from ctxpack.tokens.counter import MESSAGE_OVERHEAD, TokenCounter, get_encoding
+from ctxpack.tokens.counter import MESSAGE_OVERHEAD, TokenCounter
+from ctxpack.tokens.encodings import get_encoding
 from ctxpack.tokens.tally import count_transcript
 from tests.conftest import OPENAI_FIXTURES, TAU_BENCH, TOOLBENCH
 

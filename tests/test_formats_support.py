@@ -25,7 +25,8 @@ from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import FileJob
 from ctxpack.pipeline.stages import Compress
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
-from ctxpack.tokens.counter import TokenCounter, get_encoding
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tokens.encodings import get_encoding
 from ctxpack.transcript import Message, Transcript
 from tests.conftest import COUNTER
 

@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from ctxpack import formats
 from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import encodings
 from ctxpack.tokens.bpe import LONG_PIECE
 from ctxpack.tokens.counter import SMALL_INPUT_CHARS, TokenCounter
 
 from .conftest import FIXTURES, SHARED
 
-ENCODINGS = sorted(tokens.ENCODINGS)
+ENCODINGS = sorted(encodings.ENCODINGS)
 
 
 def _transcripts(root: Path) -> list[Path]:
@@ -35,7 +36,7 @@ def _messages(path: Path) -> list[dict[str, object]]:
 
 
 def _exact(name: str, text: str) -> int:
-    return len(tokens.get_encoding(name).encode_ordinary(text))
+    return len(encodings.get_encoding(name).encode_ordinary(text))
 
 
 @pytest.mark.parametrize("path", _transcripts(FIXTURES), ids=lambda p: p.name)
@@ -78,44 +79,44 @@ TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=30).map("".jo
 @given(text=TEXTS)
 def test_generated_text_counts_as_tiktoken_counts(text: str) -> None:
     for name in ENCODINGS:
-        assert tokens.small_counter(name).count(text) == _exact(name, text)
+        assert encodings.small_counter(name).count(text) == _exact(name, text)
 
 
 def test_a_piece_too_long_to_merge_here_is_left_to_tiktoken() -> None:
     text = "x" + "-=" * LONG_PIECE
-    assert tokens.small_counter().count(text) is None
+    assert encodings.small_counter().count(text) is None
     assert TokenCounter().text(text) == _exact("o200k_base", text)
 
 
 def test_a_small_session_never_builds_tiktokens_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "_loaded", {})
     monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
     path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     TokenCounter().messages(_messages(path))
-    assert tokens._loaded == {}
+    assert encodings._loaded == {}
 
 
 def test_an_input_past_the_small_size_is_counted_by_tiktoken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "_loaded", {})
     monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
     msgs = [{"role": "user", "content": "word " * 1000} for _ in range(SMALL_INPUT_CHARS // 4000)]
     counter = TokenCounter()
     total = counter.messages(msgs)
-    assert list(tokens._loaded) == ["o200k_base"]
+    assert list(encodings._loaded) == ["o200k_base"]
     assert total == len(msgs) * (_exact("o200k_base", "word " * 1000) + tokens.MESSAGE_OVERHEAD)
 
 
 def test_many_small_files_in_one_process_soon_pay_for_tiktokens_encoder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "_loaded", {})
     monkeypatch.setattr(tokens, "_python_chars", {"left": SMALL_INPUT_CHARS})
     # 70,000 characters a file: four fit the allowance, the fifth goes past it.
     file = [{"role": "user", "content": "word " * 1400} for _ in range(10)]
     files = 0
-    while not tokens._loaded:
+    while not encodings._loaded:
         TokenCounter().messages(file)
         files += 1
     assert SMALL_INPUT_CHARS == 300_000
@@ -142,14 +143,14 @@ def test_estimate_never_imports_tiktoken(argv: list[str]) -> None:
 
 def test_a_torn_token_table_is_built_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tokens, "_small", {})
+    monkeypatch.setattr(encodings, "_small", {})
     text = "Token tables load by mapping: ctxpack counts /usr/lib/python3.11 once."
     expected = _exact("o200k_base", text)
-    assert tokens.small_counter().count(text) == expected
+    assert encodings.small_counter().count(text) == expected
     (table,) = (tmp_path / "tiktoken").glob("o200k_base-*.table")
     whole = table.read_bytes()
     for torn in (whole[: len(whole) // 2], b"", b"x" * len(whole)):
         table.write_bytes(torn)
-        monkeypatch.setattr(tokens, "_small", {})
-        assert tokens.small_counter().count(text) == expected
+        monkeypatch.setattr(encodings, "_small", {})
+        assert encodings.small_counter().count(text) == expected
         assert table.read_bytes() == whole

@@ -12,38 +12,38 @@ from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
 from ctxpack.errors import UsageError
-from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import encodings
 from ctxpack.tokens.counter import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 
 
-@pytest.mark.parametrize("name", sorted(tokens.ENCODINGS))
+@pytest.mark.parametrize("name", sorted(encodings.ENCODINGS))
 def test_bundled_files_match_tiktokens_own_hashes(name: str, tmp_path: Path) -> None:
-    url, sha256 = tokens.ENCODINGS[name]
+    url, sha256 = encodings.ENCODINGS[name]
     source = Path(openai_public.__file__).read_text()
     assert url in source and sha256 in source
-    seeded = tokens.seed_tiktoken_cache(name, tmp_path)
+    seeded = encodings.seed_tiktoken_cache(name, tmp_path)
     assert seeded.name == hashlib.sha1(url.encode()).hexdigest()
     assert hashlib.sha256(seeded.read_bytes()).hexdigest() == sha256
 
 
 def test_corrupt_cache_file_is_reseeded(tmp_path: Path) -> None:
-    seeded = tokens.seed_tiktoken_cache("cl100k_base", tmp_path)
+    seeded = encodings.seed_tiktoken_cache("cl100k_base", tmp_path)
     seeded.write_bytes(b"garbage")
-    again = tokens.seed_tiktoken_cache("cl100k_base", tmp_path)
-    assert hashlib.sha256(again.read_bytes()).hexdigest() == tokens.ENCODINGS["cl100k_base"][1]
+    again = encodings.seed_tiktoken_cache("cl100k_base", tmp_path)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == encodings.ENCODINGS["cl100k_base"][1]
 
 
 def test_encodings_load_without_network(
     no_network: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(encodings, "_loaded", {})
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
-    for name in tokens.ENCODINGS:
-        enc = tokens.get_encoding(name)
+    for name in encodings.ENCODINGS:
+        enc = encodings.get_encoding(name)
         assert enc.name == name
     assert (tmp_path / "tiktoken").is_dir()
-    assert tokens.get_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
+    assert encodings.get_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
 
 
 def test_unknown_encoding_is_a_usage_error() -> None:
@@ -56,7 +56,7 @@ def test_special_token_text_counts_as_ordinary_text(counter: TokenCounter) -> No
 
 
 def test_message_cost_parts(counter: TokenCounter) -> None:
-    enc = tokens.get_encoding("o200k_base")
+    enc = encodings.get_encoding("o200k_base")
     msg = {
         "role": "assistant",
         "content": [
@@ -115,11 +115,11 @@ def test_rank_snapshot_is_verified_and_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tokens, "_loaded", {})
-    first = tokens.get_encoding("cl100k_base").encode_ordinary("snapshot check")
+    monkeypatch.setattr(encodings, "_loaded", {})
+    first = encodings.get_encoding("cl100k_base").encode_ordinary("snapshot check")
     snapshots = list((tmp_path / "tiktoken").glob("cl100k_base-*.marshal"))
     assert len(snapshots) == 1
     snapshots[0].write_bytes(b"\x00corrupt")
-    monkeypatch.setattr(tokens, "_loaded", {})
-    assert tokens.get_encoding("cl100k_base").encode_ordinary("snapshot check") == first
+    monkeypatch.setattr(encodings, "_loaded", {})
+    assert encodings.get_encoding("cl100k_base").encode_ordinary("snapshot check") == first
     assert snapshots[0].read_bytes() != b"\x00corrupt"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxpack.summarize.llm.prompts import PROMPT_VERSION
-from ctxpack.tokens.counter import cache_dir
+from ctxpack.tokens.encodings import cache_dir
 
 
 def summaries_dir() -> Path:
