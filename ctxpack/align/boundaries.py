@@ -104,10 +104,13 @@ class _Planner:
         self.messages = messages
         self.n = len(messages)
         self.budget = budget
-        counter.prime(messages)
+        # The pairing and the records need no counts: on a large session they
+        # are found while child processes count.
+        with counter.counting(messages):
+            links = (pairing or pair(messages)).links
+            records = _summary_indexes(messages)
         self.tokens = [counter.message(msg) for msg in messages]
         # (call index, last result index) for every call that has a result.
-        links = (pairing or pair(messages)).links
         spans: dict[int, int] = {}
         for result, use in links.items():
             if use.index < result:
@@ -115,7 +118,6 @@ class _Planner:
         self.spans = sorted(spans.items())
         self.links = {r: use.index for r, use in links.items()}
         self.adjustments: list[Adjustment] = []
-        records = _summary_indexes(messages)
         self.prev = records[-1] if records else None
         self.first = records[0] if records else None
         self.tail_budget = budget.tail_budget
