@@ -220,7 +220,6 @@ class Ledger:
         cap = max(int(budget * LEDGER_SHARE), 1)
         last = len(self.entries) - 1
         limits = [LONG_CHARS] * len(self.entries)
-        shown = list(range(len(self.entries)))
         fixed = counter.text(self._text([], limits)) + 12  # heading, currents, "(+N)" line
 
         costs: dict[tuple[int, int], int] = {}
@@ -231,13 +230,13 @@ class Ledger:
             return costs[i, limits[i]]
 
         # Kept as a running total: every step changes one line's cost.
-        used = fixed + sum(cost(i) for i in shown)
-        present = set(shown)
+        present = set(range(len(self.entries)))
+        used = fixed + sum(cost(i) for i in present)
 
         # Least informative first; among equals the oldest. The latest message
         # and constraints stay, cut short only when they alone exceed the cap.
         order = sorted(
-            (i for i in shown if i != last and not self.entries[i].constraint),
+            (i for i in range(len(self.entries)) if i != last and not self.entries[i].constraint),
             key=lambda i: (self.entries[i].informative, i),
         )
         # Messages that state something may stretch the ledger to its larger share.
@@ -259,7 +258,7 @@ class Ledger:
             elif i in present:
                 present.discard(i)
                 used -= cost(i)
-        return self._text([i for i in shown if i in present], limits)
+        return self._text(sorted(present), limits)
 
     def _line(self, i: int, limit: int) -> str:
         found = self.changes.get(i)

@@ -16,7 +16,6 @@ import marshal
 import mmap
 import os
 import threading
-from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,9 +70,7 @@ def seed_tiktoken_cache(name: str, directory: Path) -> Path:
     if hashlib.sha256(data).hexdigest() != sha256:
         raise CtxpackError(f"bundled {name} tokenizer file fails its sha256 check")
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    _write_atomic(target, data)
     return target
 
 
@@ -116,8 +113,7 @@ def _token_table(name: str) -> HashedRanks:
     the table's own layout checks and is built again."""
     from ctxpack.tokens.bpe import HashedRanks
 
-    _, sha256 = ENCODINGS[name]
-    path = cache_dir() / "tiktoken" / f"{name}-{sha256[:16]}.table"
+    path = _cached(name, ".table")
     try:
         with open(path, "rb") as fh:
             return HashedRanks(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
@@ -131,36 +127,35 @@ def _token_table(name: str) -> HashedRanks:
 
 
 def _mergeable_ranks(name: str) -> dict[bytes, int]:
-    """The BPE ranks, as tiktoken loads them from the seeded file."""
-    ranks: dict[bytes, int] = _snapshot(name, ".marshal", dict, lambda: _load_seeded(name))
-    return ranks
-
-
-def _snapshot(name: str, suffix: str, kind: type, build: Callable[[], Any]) -> Any:
-    """What build() makes of an encoding's ranks, from a verified marshal
-    snapshot when one exists.
+    """The BPE ranks, as tiktoken loads them from the seeded file, from a
+    verified marshal snapshot when one exists.
 
     tiktoken parses its text file (base64 per line) in about a second; a
     snapshot loads in a few milliseconds. It is made from the seeded file after
     tiktoken's own hash check and is itself checked by its sha256.
     """
-    _, sha256 = ENCODINGS[name]
-    snapshot = cache_dir() / "tiktoken" / f"{name}-{sha256[:16]}{suffix}"
+    snapshot = _cached(name, ".marshal")
     digest = snapshot.with_name(f"{snapshot.name}.sha256")
     try:
         data = snapshot.read_bytes()
         if hashlib.sha256(data).hexdigest() == digest.read_text().strip():
             value = marshal.loads(data)
-            if isinstance(value, kind):
+            if isinstance(value, dict):
                 return value
     except (OSError, ValueError, EOFError, TypeError):
         pass
-    value = build()
-    data = marshal.dumps(value)
+    ranks = _load_seeded(name)
+    data = marshal.dumps(ranks)
     with contextlib.suppress(OSError):
         _write_atomic(snapshot, data)
         _write_atomic(digest, hashlib.sha256(data).hexdigest().encode())
-    return value
+    return ranks
+
+
+def _cached(name: str, suffix: str) -> Path:
+    """Where a form derived from an encoding's ranks is kept."""
+    _, sha256 = ENCODINGS[name]
+    return cache_dir() / "tiktoken" / f"{name}-{sha256[:16]}{suffix}"
 
 
 def _load_seeded(name: str) -> dict[bytes, int]:

@@ -52,29 +52,19 @@ class OfflineSummarizer:
         )
         said = user_messages(request.middle)
         replaced = ledger.superseded()
-        if request.previous_summary is None:
-            candidates = build(
-                found,
-                date=date,
-                focus=request.focus,
-                start=1,
-                said=said,
-                replaced=replaced,
-                classify=classify,
-            )
-        else:
-            previous = parse(request.previous_summary)
-            start = max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
-            fresh = build(
-                found,
-                date=date,
-                focus=request.focus,
-                start=start,
-                said=said,
-                replaced=replaced,
-                classify=classify,
-            )
-            candidates = merge_previous(previous, fresh, found)
+        previous = None if request.previous_summary is None else parse(request.previous_summary)
+        # An update numbers its new actions after the previous record's.
+        start = 1 if previous is None else max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
+        fresh = build(
+            found,
+            date=date,
+            focus=request.focus,
+            start=start,
+            said=said,
+            replaced=replaced,
+            classify=classify,
+        )
+        candidates = fresh if previous is None else merge_previous(previous, fresh, found)
         marked = {
             heading: [replace(item, text=ledger.mark(item.text)) for item in items]
             for heading, items in candidates.items()
