@@ -95,6 +95,15 @@ def raise_if_interrupted() -> None:
         raise KeyboardInterrupt
 
 
+# What must reach the disk before a rename, the one rule for every write here:
+# a rename can lose bytes only where it replaces a file. The file system may
+# record the rename before the new data, so a crash in between would leave the
+# name on data that never arrived and the old bytes (an earlier output the
+# session has grown since, a file the user keeps) gone: such a write is
+# flushed first. A rename to a new name replaces nothing: a crash before its
+# data lands leaves at worst an empty new file beside the intact input it was
+# made from, and running the command again writes it whole. For a small file
+# the flush costs more than the write, so a new one does without it.
 def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> None:
     """Write via a temp file in the same directory and rename over the target.
 
@@ -107,14 +116,16 @@ def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> Non
             raise UsageError(f"refusing to overwrite the input {source}; choose another -o")
     tmp_name = None
     try:
+        previous = _mode(target)
         fd, tmp_name = _create_temp(target)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
+            if previous is not None:
+                os.fsync(handle.fileno())
+        if previous is not None:
             with contextlib.suppress(OSError):
-                os.chmod(tmp_name, target.stat().st_mode & 0o7777)
+                os.chmod(tmp_name, previous)
         raise_if_interrupted()
         os.replace(tmp_name, target)
         tmp_name = None
@@ -124,6 +135,14 @@ def write_atomic(path: str, data: bytes, *, inputs: tuple[str, ...] = ()) -> Non
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
+
+
+def _mode(target: Path) -> int | None:
+    """The permission bits of the file a write replaces; None where there is none."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _create_temp(target: Path) -> tuple[int, str]:

@@ -205,18 +205,20 @@ def test_interrupt_during_the_write_exits_130_and_leaves_nothing(
     assert _names(work) == ["out.jsonl", "session.jsonl"]
 
 
-# Runs ctxpack with fsync slowed down: it touches READY when a write has
-# begun (the temp file exists and holds the data) and then sleeps, so the
-# test can interrupt it at exactly that point.
+# Runs ctxpack with the rename of an output's temp file (a hidden name beside
+# it) slowed down: it touches READY when a write has begun (the temp file
+# exists and holds the data) and then sleeps, so the test can interrupt it at
+# exactly that point.
 SLOW_WRITE = """
 import os, pathlib, runpy, sys, time
 ready = pathlib.Path(sys.argv[1])
-real_fsync = os.fsync
-def slow_fsync(fd):
-    ready.touch()
-    time.sleep(30)
-    real_fsync(fd)
-os.fsync = slow_fsync
+real_replace = os.replace
+def slow_replace(src, dst):
+    if os.path.basename(src).startswith("."):
+        ready.touch()
+        time.sleep(30)
+    real_replace(src, dst)
+os.replace = slow_replace
 sys.argv = ["ctxpack", *sys.argv[2:]]
 runpy.run_module("ctxpack", run_name="__main__")
 """
