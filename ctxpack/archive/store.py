@@ -14,7 +14,7 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -69,6 +69,10 @@ class Archive:
         self._conn = conn
         self.path = path
         self._last_base: tuple[str, bytes] = ("", b"")
+        # Inside grouped(): the writes waiting for the group's one transaction,
+        # and the blobs they store.
+        self._waiting: list[Callable[[sqlite3.Connection, float], None]] | None = None
+        self._waiting_shas: set[str] = set()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Self:
@@ -82,6 +86,27 @@ class Archive:
 
     def close(self) -> None:
         self._conn.close()
+
+    @contextlib.contextmanager
+    def grouped(self) -> Iterator[None]:
+        """Every record stored inside is committed at the end, in one transaction:
+        one commit (and its fsync) for a group of files instead of one each.
+        Nothing stored inside is durable before the block ends; an error inside
+        stores none of it."""
+        if self._waiting is not None:
+            raise RuntimeError("archive groups do not nest")
+        self._waiting, self._waiting_shas = [], set()
+        try:
+            yield
+            waiting = self._waiting
+        finally:
+            self._waiting, self._waiting_shas = None, set()
+        if not waiting:
+            return
+        now = time.time()
+        with translate(self.path), write_tx(self._conn) as tx:
+            for write in waiting:
+                write(tx, now)
 
     def __enter__(self) -> Self:
         return self
@@ -149,6 +174,11 @@ class Archive:
         return str(rows[0][0])
 
     def _present(self, shas: Sequence[str]) -> set[str]:
+        """The shas stored, or to be stored by the group waiting to commit (such
+        a blob is never taken as the base of slices: it may be stored as slices)."""
+        return self._stored(shas) | self._waiting_shas.intersection(shas)
+
+    def _stored(self, shas: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for chunk in _chunks(shas):
             marks = ",".join("?" * len(chunk))
@@ -181,27 +211,33 @@ class Archive:
                 )
             ]
             fresh += [(sha, CODEC, data, len(items[sha]), base) for sha, data in sliced.items()]
-            now = time.time()
-            with write_tx(self._conn) as tx:
-                tx.executemany(
-                    "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched, base)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh],
+
+        def write(tx: sqlite3.Connection, now: float) -> None:
+            tx.executemany(
+                "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched, base)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh],
+            )
+            # A gc may have dropped a blob seen above; store it again (rare).
+            for sha in set(shas) - self._stored(shas):
+                codec, packed = pack(items[sha])
+                tx.execute(
+                    "INSERT INTO blobs (sha256, codec, data, size, touched) VALUES (?, ?, ?, ?, ?)",
+                    (sha, codec, packed, len(items[sha]), now),
                 )
-                # A gc may have dropped a blob seen above; store it again (rare).
-                for sha in set(shas) - self._present(shas):
-                    codec, packed = pack(items[sha])
-                    tx.execute(
-                        "INSERT INTO blobs (sha256, codec, data, size, touched)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        (sha, codec, packed, len(items[sha]), now),
-                    )
-                # Refreshing the time keeps a re-used blob safe from the next gc.
-                tx.executemany(
-                    "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
-                )
-                if then is not None:
-                    then(tx, now)
+            # Refreshing the time keeps a re-used blob safe from the next gc.
+            tx.executemany(
+                "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
+            )
+            if then is not None:
+                then(tx, now)
+
+        if self._waiting is not None:
+            self._waiting.append(write)
+            self._waiting_shas.update(shas)
+            return
+        with translate(self.path), write_tx(self._conn) as tx:
+            write(tx, time.time())
 
     # compactions
 

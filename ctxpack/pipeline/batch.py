@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -15,7 +16,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxpack import files, formats
 from ctxpack.errors import INTERRUPTED, CtxpackError, InputError
-from ctxpack.pipeline.run import Compacted, FileJob, FileOutcome, compact_file, land, run_file
+from ctxpack.pipeline.run import (
+    Compacted,
+    FileJob,
+    FileOutcome,
+    archiving,
+    compact_file,
+    land,
+    run_file,
+    write_output,
+)
 from ctxpack.pipeline.stages import Compress
 from ctxpack.report import CompressReport
 from ctxpack.tokens.counter import TokenCounter
@@ -64,6 +74,63 @@ def _landed(job: FileJob, made: Made, *, archives: Archives | None) -> Outcome:
     if isinstance(made, FileOutcome):
         return made
     return _written(_caught(job, lambda: land(job, made, archives=archives)))
+
+
+def _land_group(
+    group: list[tuple[FileJob, Compacted[CompressReport]]], *, archives: Archives | None
+) -> list[Outcome]:
+    """Files that came back while the last ones landed, landed together: their
+    records committed in one transaction per archive (one fsync, not one a
+    file), and only then their outputs written. A failed commit writes none."""
+    if archives is None or len(group) == 1:
+        return [_landed(job, made, archives=archives) for job, made in group]
+    from ctxpack.pipeline.archiving import store
+
+    try:
+        with archiving(), contextlib.ExitStack() as commits:
+            files.raise_if_interrupted()
+            grouped: set[str] = set()
+            for job, made in group:
+                if made.record is None:
+                    continue
+                archive = archives.get(job.archive_path)
+                if str(archive.path) not in grouped:
+                    commits.enter_context(archive.grouped())
+                    grouped.add(str(archive.path))
+                store(archive, made.record)
+    except CtxpackError as exc:
+        return [FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code) for job, _ in group]
+    return [_written(_caught(job, _writer(job, made))) for job, made in group]
+
+
+def _writer(job: FileJob, made: Compacted[CompressReport]) -> Callable[[], Outcome]:
+    return lambda: write_output(job, made)
+
+
+def _land_arrived(
+    arrived: list[tuple[FileJob, Made]],
+    *,
+    archives: Archives | None,
+    on_done: Callable[[Outcome], bool],
+) -> tuple[list[Outcome], bool]:
+    """The files that came back together, in the batch's order, and whether
+    to go on. A file that failed in its worker is told before the files after
+    it are written, so that --fail-fast writes none of them."""
+    outcomes: list[Outcome] = []
+    group: list[tuple[FileJob, Compacted[CompressReport]]] = []
+
+    def told(done: list[Outcome]) -> bool:
+        outcomes.extend(done)
+        return all([on_done(outcome) for outcome in done])
+
+    for job, made in arrived:
+        if isinstance(made, Compacted):
+            group.append((job, made))
+            continue
+        if not told(_land_group(group, archives=archives)) or not told([made]):
+            return outcomes, False
+        group = []
+    return outcomes, told(_land_group(group, archives=archives))
 
 
 @dataclass
@@ -262,15 +329,20 @@ def run_batch(
             }
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        place = {future: i for i, future in enumerate(pending)}
         try:
-            for future in as_completed(pending):
-                outcome = _landed(pending[future], future.result(), archives=archives)
-                outcomes.append(outcome)
-                if not on_done(outcome):
-                    stop.set()
-                    for other in pending:
-                        other.cancel()
-                    break
+            waiting: set[Future[Made]] = set(pending)
+            going = True
+            while waiting and going:
+                # What came back while the last files landed lands as one group.
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                arrived = [(pending[f], f.result()) for f in sorted(done, key=place.__getitem__)]
+                landed, going = _land_arrived(arrived, archives=archives, on_done=on_done)
+                outcomes.extend(landed)
+            if not going:
+                stop.set()
+                for other in pending:
+                    other.cancel()
         except BaseException:
             stop.set()
             for future in pending:

@@ -222,6 +222,11 @@ def land(job: FileJob, done: Compacted[R], *, archives: Archives | None = None) 
                 archives = Archives()
                 own.callback(archives.close)
             store(archives.get(job.archive_path), done.record)
+    return write_output(job, done)
+
+
+def write_output(job: FileJob, done: Compacted[R]) -> FileOutcome[R]:
+    """The output of a run whose record, if it keeps one, the archive holds already."""
     output = job.output
     if output is None:
         return FileOutcome(job, report=done.report, data=done.data, target="stdout")
