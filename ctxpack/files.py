@@ -163,8 +163,9 @@ def _create_temp(target: Path) -> tuple[int, str]:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether both name one file (through links too); a target not there yet is none."""
     try:
-        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+        return os.path.samefile(a, b)
     except OSError:
         return False
 

@@ -320,27 +320,44 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     table.add_column("after", justify="right")
     table.add_column("ratio", justify="right")
     table.add_column("status")
-    tb = ta = 0
-    for name, before, after, status in rows:
-        tb += before
-        ta += after
-        table.add_row(
-            Text(shorten_middle(name, name_width)),
-            Text(f"{before:,}"),
-            Text(f"{after:,}"),
-            Text(f"{after / before:.1%}" if before else "-"),
-            Text(status),
+    cells = [
+        (
+            shorten_middle(name, name_width),
+            f"{before:,}",
+            f"{after:,}",
+            f"{after / before:.1%}" if before else "-",
+            status,
         )
+        for name, before, after, status in rows
+    ]
+    tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
+    total = (f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "")
+    if cells and _fits_unwrapped(table, [*cells, total]):
+        # Rich lays out every cell on its own, which costs more than the whole
+        # batch's landing: where no cell wraps, one row of multi-line cells
+        # prints the same lines.
+        table.add_row(*(Text("\n".join(column)) for column in zip(*cells, strict=True)))
+    else:
+        for row in cells:
+            table.add_row(*(Text(cell) for cell in row))
     table.add_section()
-    table.add_row(
-        f"{len(rows)} file(s)",
-        f"{tb:,}",
-        f"{ta:,}",
-        f"{ta / tb:.1%}" if tb else "-",
-        "",
-        style="bold",
-    )
+    table.add_row(*total, style="bold")
     console.print(table)
+
+
+def _fits_unwrapped(table: Table, rows: list[tuple[str, ...]]) -> bool:
+    """Whether the table's columns all fit the console at their widest (padding
+    and the rule between columns included), so that no cell wraps, and each
+    cell is one line."""
+    from rich.cells import cell_len
+
+    if any("\n" in cell for row in rows for cell in row):
+        return False
+    widths = [
+        max(cell_len(str(column.header)), *(cell_len(row[i]) for row in rows))
+        for i, column in enumerate(table.columns)
+    ]
+    return sum(widths) + 3 * len(widths) - 1 <= console.width
 
 
 def listing(headers: list[str], rows: list[list[str]], *, title: str | None = None) -> None:

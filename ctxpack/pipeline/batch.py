@@ -6,9 +6,10 @@ import contextlib
 import fnmatch
 import multiprocessing
 import os
+import queue
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -330,12 +331,17 @@ def run_batch(
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         place = {future: i for i, future in enumerate(pending)}
+        back: queue.SimpleQueue[Future[Made]] = queue.SimpleQueue()
+        for future in pending:
+            future.add_done_callback(back.put)
         try:
-            waiting: set[Future[Made]] = set(pending)
-            going = True
-            while waiting and going:
+            left, going = len(pending), True
+            while left and going:
                 # What came back while the last files landed lands as one group.
-                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                done = [back.get()]
+                while not back.empty():
+                    done.append(back.get())
+                left -= len(done)
                 arrived = [(pending[f], f.result()) for f in sorted(done, key=place.__getitem__)]
                 landed, going = _land_arrived(arrived, archives=archives, on_done=on_done)
                 outcomes.extend(landed)
