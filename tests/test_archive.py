@@ -3,6 +3,7 @@ session went on, refs, concurrency, corruption detection, permissions, gc."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -426,3 +427,33 @@ def test_parse_age(text: str, expected: timedelta) -> None:
 def test_parse_age_rejects(text: str) -> None:
     with pytest.raises(UsageError, match="use a number and h, d or w"):
         parse_age(text)
+
+
+def _count(db: Path, table: str) -> int:
+    with contextlib.closing(sql(db)) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def test_records_stored_in_a_group_are_committed_together_at_its_end(tmp_path: Path) -> None:
+    db = tmp_path / "archive.db"
+    originals = [p.read_bytes() for p in FIXTURE_FILES[:3]]
+    with Archive.open(str(db)) as store:
+        with store.grouped():
+            outputs = [record(store, data, source=f"s{i}")[1] for i, data in enumerate(originals)]
+            # Another process sees nothing of the group before its commit.
+            assert _count(db, "compactions") == 0
+        assert _count(db, "compactions") == 3
+    with Archive.open(str(db), create=False) as store:
+        assert [store.restore(output) for output in outputs] == originals
+
+
+def test_a_group_that_fails_stores_none_of_its_records(tmp_path: Path) -> None:
+    db = tmp_path / "archive.db"
+    with Archive.open(str(db)) as store:
+        with pytest.raises(OSError), store.grouped():
+            record(store, FIXTURE_FILES[0].read_bytes())
+            raise OSError("the disk went away")
+        assert _count(db, "compactions") == 0 and _count(db, "blobs") == 0
+        # The archive goes on as before: the next record commits on its own.
+        _, output = record(store, FIXTURE_FILES[1].read_bytes())
+        assert store.restore(output) == FIXTURE_FILES[1].read_bytes()

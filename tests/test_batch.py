@@ -115,3 +115,65 @@ def test_a_worker_told_to_stop_mid_file_stops_at_once() -> None:
     with pytest.raises(SystemExit) as stopped:
         batch._terminated(signal.SIGTERM, sys._getframe())
     assert stopped.value.code == INTERRUPTED
+
+
+def test_files_that_come_back_together_are_archived_in_one_commit_before_any_is_written(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import time
+
+    from ctxpack.archive import store as archive_store
+
+    # Workers (forked with these patches) note each file they finish; the
+    # parent's first write waits for all of them, so the rest come back together.
+    finished = tmp_path / "finished"
+    finished.mkdir()
+    real_compact = batch.compact_file
+
+    def noting_compact(job: Any, **kwargs: Any) -> Any:
+        made = real_compact(job, **kwargs)
+        (finished / Path(job.source).name).touch()
+        return made
+
+    commits: list[int] = []
+    real_tx = archive_store.write_tx
+
+    @contextlib.contextmanager
+    def counting_tx(conn: sqlite3.Connection) -> Any:
+        with real_tx(conn) as tx:
+            yield tx
+        commits.append(1)
+
+    archive, out = tmp_path / "archive.db", tmp_path / "out"
+    archived_first: list[bool] = []
+    waited: list[bool] = []
+    real_write = files.write_atomic
+
+    def checking_write(path: str, data: bytes, **kwargs: Any) -> None:
+        deadline = time.monotonic() + 60
+        if not archived_first and not waited:
+            while len(list(finished.iterdir())) < len(SOURCES) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            # Then the time it takes their results to come back through the pipe.
+            time.sleep(1)
+            waited.append(True)
+        if data not in {s.read_bytes() for s in SOURCES}:
+            with contextlib.closing(sqlite3.connect(archive)) as db:
+                sha = hashlib.sha256(data).hexdigest()
+                row = db.execute("SELECT 1 FROM compactions WHERE output_sha256 = ?", (sha,))
+                archived_first.append(row.fetchone() is not None)
+        real_write(path, data, **kwargs)
+
+    monkeypatch.setattr(batch, "compact_file", noting_compact)
+    monkeypatch.setattr(archive_store, "write_tx", counting_tx)
+    monkeypatch.setattr(files, "write_atomic", checking_write)
+    result = _compress(folder, out, archive, 2)
+    assert result.exit_code == 0, result.output
+    changed = [s for s in SOURCES if (out / s.name).read_bytes() != s.read_bytes()]
+    # Every changed file's record was committed before its output was written...
+    assert archived_first == [True] * len(changed)
+    # ...and the files behind the first one shared one commit.
+    assert len(changed) >= 3 and len(commits) <= 2
+    with Archive.open(str(archive), create=False) as store:
+        assert all(store.restore((out / s.name).read_bytes()) == s.read_bytes() for s in changed)

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ctxpack import formats
+from ctxpack import files, formats
 from ctxpack.cli import app
+from ctxpack.errors import UsageError
 from tests.conftest import COUNTER, FIXTURES
 from tests.llm_server import (
     FakeLLM,
@@ -473,3 +474,50 @@ def test_sigint_in_a_parallel_batch_prints_one_line_and_no_traceback(
         "error: interrupted; no output was left half-written"
     ]
     assert [p for p in out.rglob("*") if p.is_file()] == []
+
+
+# --- what reaches the disk ------------------------------------------------------
+
+
+def test_only_a_write_that_replaces_a_file_waits_for_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+    out = tmp_path / "out.jsonl"
+    files.write_atomic(str(out), b"first\n")
+    assert synced == [] and out.read_bytes() == b"first\n"
+    out.chmod(0o640)
+    files.write_atomic(str(out), b"second\n")
+    assert len(synced) == 1 and out.read_bytes() == b"second\n"
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
+def test_an_output_that_is_the_input_is_refused_however_it_is_named(
+    work: Path, session_bytes: bytes, spelling: str
+) -> None:
+    source = work / "session.jsonl"
+    if spelling == "same":
+        out = source
+    elif spelling == "dotted":
+        out = work / ".." / work.name / "session.jsonl"
+    elif spelling == "symlink":
+        out = work / "link.jsonl"
+        out.symlink_to(source)
+    else:
+        out = work / "link.jsonl"
+        os.link(source, out)
+    with pytest.raises(UsageError, match="refusing to overwrite the input"):
+        files.write_atomic(str(out), b"compacted\n", inputs=(str(source),))
+    result = runner.invoke(app, [*COMPRESS, str(source), "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "refusing to overwrite the input" in " ".join(result.stderr.split())
+    _assert_input_intact(work, session_bytes)
