@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactCollector, Facts, remembered_facts, start_memo
+from ctxpack.facts.extract import FactCollector, FactMemo, Facts
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
 from ctxpack.summarize.ledger import user_words
@@ -79,12 +79,15 @@ class Scan:
     later_ok: set[str] = field(default_factory=set)
 
 
-def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
+def scan(
+    middle: list[Message], *, tail: list[Message] | None = None, memo: FactMemo | None = None
+) -> Scan:
     """The structure of `middle`; `tail` (the turns kept verbatim after it)
-    only tells which failures were fixed later."""
+    only tells which failures were fixed later. `memo`: where the facts of
+    the middle's messages are kept for the later stages of the same run."""
     result = Scan()
     result.later_ok = succeeded(tail or [])
-    start_memo()
+    memo = FactMemo() if memo is None else memo
     facts = FactCollector()
     texts = [m.text(msg) for msg in middle]
     answers = _result_indexes(middle)
@@ -101,7 +104,7 @@ def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
             if "tool_calls" in msg or "function_call" in msg
             else []
         )
-        facts.add(remembered_facts(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
+        facts.add(memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
         if role == "assistant":
             _read_assistant(result, said, index, body)
             for use, args in uses:

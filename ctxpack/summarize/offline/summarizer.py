@@ -12,6 +12,7 @@ import functools
 import re
 from dataclasses import replace
 
+from ctxpack.facts.extract import FactMemo
 from ctxpack.summarize.ledger import Ledger, user_messages, with_ledger
 from ctxpack.summarize.offline.fit import fit
 from ctxpack.summarize.offline.scan import scan
@@ -42,8 +43,13 @@ def day_of(timestamp: str | None) -> str | None:
 class OfflineSummarizer:
     name = "offline"
 
+    def __init__(self, *, memo: FactMemo | None = None) -> None:
+        # Where the facts it reads are kept for the preserved facts and the
+        # retention check of the same run (SessionIndex.facts).
+        self.memo = memo
+
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle, tail=request.tail)
+        found = scan(request.middle, tail=request.tail, memo=self.memo)
         date = day_of(request.last_timestamp)
         # The ledger and the sections classify the same user messages.
         classify = functools.cache(classified)
