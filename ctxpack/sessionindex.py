@@ -26,6 +26,9 @@ class SessionIndex:
         # preserved facts and by the retention check.
         self.facts = FactMemo()
         self._pairing: Pairing | None = None
+        # Other lists paired through the index (the pruned session), with the
+        # place of each of their messages, so that a stretch of one is found.
+        self._versions: list[tuple[list[Message], Pairing, dict[int, int]]] = []
         # A re-run test, a re-read file: the same call is described once.
         self._described: dict[tuple[str, str], CallInfo] = {}
 
@@ -37,10 +40,24 @@ class SessionIndex:
         return self._pairing
 
     def pairing_of(self, messages: list[Message]) -> Pairing:
-        """toolpairs.pair(messages), read off the session's own pairing when
-        `messages` is the session with some messages replaced by ones that
-        pair the same way (pruning: an output's text replaced, a call's
-        arguments shrunk; every role, result id and call id kept)."""
+        """toolpairs.pair(messages), read off a pairing already made when
+        `messages` is the session, a version of it whose replaced messages pair
+        the same way (pruning: an output's text replaced, a call's arguments
+        shrunk; every role, result id and call id kept), or a stretch of
+        either (the middle, the tail)."""
+        for known, pairing, _ in self._versions:
+            if messages is known:
+                return pairing
+        for known, pairing, places in self._versions:
+            start = places.get(id(messages[0]), -1) if messages else -1
+            stop = start + len(messages)
+            if start >= 0 and stop <= len(known) and _same_run(known, start, messages):
+                return pairing.within(start, stop)
+        pairing = self._version(messages)
+        self._versions.append((messages, pairing, {id(msg): i for i, msg in enumerate(messages)}))
+        return pairing
+
+    def _version(self, messages: list[Message]) -> Pairing:
         if messages is self.messages:
             return self.pairing
         if len(messages) != len(self.messages):
@@ -80,3 +97,8 @@ class SessionIndex:
         if info is None:
             info = self._described[key] = describe(*key)
         return info
+
+
+def _same_run(known: list[Message], start: int, messages: list[Message]) -> bool:
+    """Whether `messages` are the very messages of `known` from `start` on."""
+    return all(a is b for a, b in zip(known[start : start + len(messages)], messages, strict=True))

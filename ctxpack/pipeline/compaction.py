@@ -211,7 +211,7 @@ def summarize_messages(
         counter=counter,
         llm=settings.llm,
         on_failure=settings.on_failure,
-        offline=OfflineSummarizer(memo=index.facts),
+        offline=OfflineSummarizer(index=index),
         chosen=summarizer,
     )
     text = result.text.rstrip()
@@ -224,7 +224,7 @@ def summarize_messages(
     ran = ran_only(messages, pairing=pairing)
     kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
-        ran_only(middle),
+        ran_only(middle, pairing=index.pairing_of(middle)),
         "\n".join([text, *visible_texts(kept)]),
         counter=counter,
         cap_tokens=max(room - 2, 0),
