@@ -14,7 +14,7 @@ A result that answers nothing is an orphan; so is a call no result answers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -104,7 +104,8 @@ class Pairing:
         idless: dict[int, list[int]] = {}
         for use in self.calls:
             if start <= use.index < end:
-                moved[use] = local = replace(use, index=use.index - start)
+                local = ToolUse(use.index - start, use.call_id, use.name, use.arguments, use.slot)
+                moved[use] = local
                 calls.append(local)
                 if not use.call_id:
                     idless.setdefault(use.index, []).append(use.slot)
