@@ -93,6 +93,38 @@ class Pairing:
         """Slots of the calls of message `index` that some result answers."""
         return self.answered.get(index, set())
 
+    def within(self, start: int, end: int) -> Pairing:
+        """pair(messages[start:end]), read off this pairing of `messages`. A
+        result answers the same call in a stretch as in the whole list, or none
+        when that call lies before the stretch: no call in between can take
+        its place, as an id names the latest earlier call with it and an
+        id-less result answers the message its run of results follows."""
+        moved: dict[ToolUse, ToolUse] = {}
+        calls: list[ToolUse] = []
+        idless: dict[int, list[int]] = {}
+        for use in self.calls:
+            if start <= use.index < end:
+                local = ToolUse(use.index - start, use.call_id, use.name, use.arguments, use.slot)
+                moved[use] = local
+                calls.append(local)
+                if not use.call_id:
+                    idless.setdefault(use.index, []).append(use.slot)
+        links: dict[int, ToolUse] = {}
+        answered: dict[int, set[int]] = {}
+        orphan_results = [r - start for r in self.orphan_results if start <= r < end]
+        for result, use in self.links.items():
+            if not start <= result < end:
+                continue
+            target = moved.get(use)
+            if target is None:
+                orphan_results.append(result - start)
+                continue
+            links[result - start] = target
+            slots = [use.slot] if use.call_id else idless[use.index]
+            answered.setdefault(target.index, set()).update(slots)
+        orphan_results.sort()
+        return Pairing(links=links, calls=calls, answered=answered, orphan_results=orphan_results)
+
 
 def pair(messages: list[Message]) -> Pairing:
     calls: list[ToolUse] = []

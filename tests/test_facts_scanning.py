@@ -12,16 +12,12 @@ from hypothesis import strategies as st
 
 from ctxpack import formats
 from ctxpack import messages as m
-from ctxpack.facts.extract import (
-    extract_facts,
-    known_facts,
-    preserved_facts_section,
-    start_memo,
-)
+from ctxpack.facts.extract import extract_facts, preserved_facts_section
 from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
 from ctxpack.facts.paths import clean_path, looks_like_path, paths_in_text
 from ctxpack.facts.text import identifiers_in, values_in
 from ctxpack.redact import PATTERNS, mask
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import unresolved_failures
@@ -209,25 +205,31 @@ def test_preserved_facts_reuse_the_scan_and_see_added_messages(counter: TokenCou
     middle = transcript.sessions[0].messages[2:-5]
     extra: Message = {"role": "user", "content": "Never touch /etc/hosts or deadbeef1234567."}
     fresh = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000)
-    scan(middle)
-    assert all(known_facts(msg) is not None for msg in middle)
-    assert known_facts(extra) is None
-    reused = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000)
+    index = SessionIndex(middle)
+    memo = index.facts
+    scan(middle, index=index)
+    assert all(memo.known(msg) is not None for msg in middle)
+    assert memo.known(extra) is None
+    reused = preserved_facts_section(
+        [*middle, extra], "", counter=counter, cap_tokens=100_000, memo=memo
+    )
     assert reused == fresh
     assert "/etc/hosts" in reused and "deadbeef1234567" in reused
-    start_memo()
-    assert known_facts(middle[0]) is None
+    # A copy is another message: the memo knows objects, not look-alikes.
+    assert memo.known(dict(middle[0])) is None
 
 
 def test_equal_messages_are_read_once_but_each_keeps_its_role() -> None:
     user: Message = {"role": "user", "content": "Always run tests/test_a.py first."}
     again = dict(user)
     assistant: Message = {"role": "assistant", "content": "Always run tests/test_a.py first."}
-    found = scan([user, again, assistant])
+    index = SessionIndex([user, again, assistant])
+    memo = index.facts
+    found = scan(index.messages, index=index)
     assert found.facts.directives == ["Always run tests/test_a.py first."]
     assert found.facts.paths == ["tests/test_a.py"]
-    assert known_facts(again) is known_facts(user)
-    assert known_facts(assistant) == (("paths", ("tests/test_a.py",), ("tests/test_a.py",)),)
+    assert memo.known(again) is memo.known(user)
+    assert memo.known(assistant) == (("paths", ("tests/test_a.py",), ("tests/test_a.py",)),)
 
 
 def test_unresolved_failures_as_their_definition() -> None:

@@ -41,7 +41,12 @@ class BuiltinEngine:
                 plans=settings.plans,
                 require_previous=settings.require_previous,
                 summarizer=settings.summarizer,
+                indexes=settings.indexes,
             )
         return compress_transcript(
-            transcript, counter=counter, settings=settings.compress, summarizer=settings.summarizer
+            transcript,
+            counter=counter,
+            settings=settings.compress,
+            summarizer=settings.summarizer,
+            indexes=settings.indexes,
         )

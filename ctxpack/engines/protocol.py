@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ctxpack.align.plan import AlignPlan
     from ctxpack.pipeline.compaction import CompressSettings
     from ctxpack.report import CompressReport
+    from ctxpack.sessionindex import SessionIndex
     from ctxpack.summarize.protocol import Summarizer
     from ctxpack.tokens.counter import TokenCounter
     from ctxpack.transcript import Transcript
@@ -39,6 +40,9 @@ class EngineSettings:
     plans: list[AlignPlan] | None = None
     # update: a transcript with no earlier summary is an error.
     require_previous: bool = False
+    # The run's index of each session (ctxpack.sessionindex), read by every
+    # stage that looks into it; None: each stage finds its own.
+    indexes: list[SessionIndex] | None = None
 
 
 class Engine(Protocol):

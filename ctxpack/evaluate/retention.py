@@ -39,18 +39,18 @@ from ctxpack.evaluate.checks import (
 )
 from ctxpack.facts.extract import (
     FactCollector,
+    FactMemo,
     Facts,
     MessageFacts,
-    known_facts,
     message_facts,
     ran_only,
 )
 from ctxpack.facts.match import Haystack
 from ctxpack.redact import mask
 from ctxpack.report import ratio
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.assemble import without_merged_summary, without_system_note
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.toolpairs import pair
 from ctxpack.transcript import Message, Transcript
 
 CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
@@ -181,17 +181,18 @@ class FactCache:
     def __init__(self) -> None:
         self._facts: dict[bytes, MessageFacts] = {}
 
-    def of(self, messages: list[Message]) -> Facts:
+    def of(self, messages: list[Message], *, memo: FactMemo | None = None) -> Facts:
+        """`memo`: the facts the run's summarizer found (SessionIndex.facts)."""
         # Extraction is per message, so merging per-message facts in order
         # gives what extract_facts(messages) gives.
         collector = FactCollector()
         for msg in messages:
-            collector.add(self._one(msg))
+            collector.add(self._one(msg, memo))
         return collector.facts()
 
-    def _one(self, msg: Message) -> MessageFacts:
+    def _one(self, msg: Message, memo: FactMemo | None) -> MessageFacts:
         # The summarizer has just read most of these very messages.
-        known = known_facts(msg)
+        known = memo.known(msg) if memo is not None else None
         if known is not None:
             return known
         key = exact_copy(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
@@ -207,14 +208,18 @@ def evaluate(
     *,
     counter: TokenCounter,
     cache: FactCache | None = None,
+    index: SessionIndex | None = None,
 ) -> EvalReport:
-    """Compare one session before and after compaction."""
+    """Compare one session before and after compaction. `index`: the run's
+    index of `original`."""
     cache = cache or FactCache()
+    if index is None or index.messages is not original:
+        index = SessionIndex(original)
     originals = MessageSet(original)
     carried, added = _carried(compacted, originals, counter=counter)
     survivors = MessageSet([*compacted, *carried])
     # The original's pairing serves both the facts that ran and the orphan check.
-    pairing = pair(original)
+    pairing = index.pairing
     ran = ran_only(original, pairing=pairing)
     replaced = [msg not in survivors for msg in original]
     region = [now for now, gone in zip(ran, replaced, strict=True) if gone]
@@ -224,8 +229,8 @@ def evaluate(
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
-        region=_retention(cache.of(region), survives),
-        transcript=_retention(cache.of(ran), survives),
+        region=_retention(cache.of(region, memo=index.facts), survives),
+        transcript=_retention(cache.of(ran, memo=index.facts), survives),
         checks=[
             orphan_check(original, compacted, original_pairing=pairing),
             latest_user_check(original, compacted, haystack.text),

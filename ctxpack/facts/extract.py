@@ -213,42 +213,40 @@ def extract_facts(messages: list[Message]) -> Facts:
     return collector.facts()
 
 
-# The summarizer extracts the middle's facts while it reads it; the pipeline
-# then asks for the preserved facts of nearly the same messages, and the
-# retention check for the facts of the original ones (mostly the same
-# objects). Facts are kept per message object for them, for one middle at a
-# time: messages are never changed in place, a changed one is a new object.
-# Long sessions also repeat whole messages (re-run commands, re-read files,
-# injected reminders): equal messages are read once.
-_known: dict[int, tuple[Message, MessageFacts]] = {}
-_by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
+class FactMemo:
+    """Facts per message object, for one session's run (SessionIndex.facts).
 
+    The summarizer extracts the middle's facts while it reads it; the pipeline
+    then asks for the preserved facts of nearly the same messages, and the
+    retention check for the facts of the original ones (mostly the same
+    objects). Messages are never changed in place (a changed one is a new
+    object), so a message's facts are found once. Long sessions also repeat
+    whole messages (re-run commands, re-read files, injected reminders): equal
+    messages are read once."""
 
-def start_memo() -> None:
-    """Forget the facts remembered for an earlier middle."""
-    _known.clear()
-    _by_content.clear()
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Message, MessageFacts]] = {}
+        self._by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
 
+    def known(self, msg: Message) -> MessageFacts | None:
+        """The facts of `msg` when they were found already."""
+        hit = self._known.get(id(msg))
+        return hit[1] if hit is not None and hit[0] is msg else None
 
-def known_facts(msg: Message) -> MessageFacts | None:
-    hit = _known.get(id(msg))
-    return hit[1] if hit is not None and hit[0] is msg else None
-
-
-def remembered_facts(msg: Message, *, body: str, calls: Calls) -> MessageFacts:
-    """message_facts(msg), remembered until the next start_memo."""
-    found = known_facts(msg)
-    if found is None:
-        # Everything message_facts reads of the message.
-        role = m.role(msg)
-        kind = "result" if role in ("tool", "function") else "user" if role == "user" else ""
-        flagged = kind == "result" and result_flagged_error(msg)
-        key = (kind, flagged, body, tuple(raw for raw, _ in calls))
-        found = _by_content.get(key)
+    def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
+        """message_facts(msg, body=body, calls=calls), found once."""
+        found = self.known(msg)
         if found is None:
-            found = _by_content[key] = message_facts(msg, body=body, calls=calls)
-        _known[id(msg)] = (msg, found)
-    return found
+            # Everything message_facts reads of the message.
+            role = m.role(msg)
+            kind = "result" if role in ("tool", "function") else "user" if role == "user" else ""
+            flagged = kind == "result" and result_flagged_error(msg)
+            key = (kind, flagged, body, tuple(raw for raw, _ in calls))
+            found = self._by_content.get(key)
+            if found is None:
+                found = self._by_content[key] = message_facts(msg, body=body, calls=calls)
+            self._known[id(msg)] = (msg, found)
+        return found
 
 
 def missing_facts(facts: Facts, text: str) -> Facts:
@@ -278,13 +276,19 @@ def fact_line(category: str, item: str) -> str:
 
 
 def preserved_facts_section(
-    middle: list[Message], summary_text: str, *, counter: TokenCounter, cap_tokens: int
+    middle: list[Message],
+    summary_text: str,
+    *,
+    counter: TokenCounter,
+    cap_tokens: int,
+    memo: FactMemo | None = None,
 ) -> str:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
-    most important first, within cap_tokens; "" when nothing is missing."""
+    most important first, within cap_tokens; "" when nothing is missing.
+    `memo`: the facts the summarizer found while it read the middle."""
     collector = FactCollector()
     for msg in middle:
-        known = known_facts(msg)
+        known = memo.known(msg) if memo is not None else None
         collector.add(message_facts(msg) if known is None else known)
     facts = collector.facts()
     haystack = Haystack(summary_text)

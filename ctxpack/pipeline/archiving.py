@@ -7,46 +7,45 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
-from ctxpack import toolpairs
 from ctxpack.archive.db import resolve_path
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, Origin
 from ctxpack.refs import Blob
-from ctxpack.tools import describe
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.transcript import Message, Transcript
 
 if TYPE_CHECKING:
     from ctxpack.pipeline.compaction import CompressSettings
 
 
-def replaced_texts(original: Transcript, result: Transcript) -> list[tuple[Blob, Origin]]:
+def replaced_texts(
+    original: Transcript, result: Transcript, *, indexes: list[SessionIndex] | None = None
+) -> list[tuple[Blob, Origin]]:
     """The text of every original message the run replaced or removed (what the
-    refs in pruning placeholders point at), and where each one was."""
+    refs in pruning placeholders point at), and where each one was.
+    `indexes`: the run's index of each original session."""
     blobs: list[tuple[Blob, Origin]] = []
     for number, (before, after) in enumerate(zip(original.sessions, result.sessions, strict=True)):
         kept = {id(msg) for msg in after.messages}
-        links: dict[int, toolpairs.ToolUse] | None = None
-        for index, msg in enumerate(before.messages):
+        index = indexes[number] if indexes is not None else None
+        for at, msg in enumerate(before.messages):
             if id(msg) in kept:
                 continue
             text = m.text(msg)
             if not text:
                 continue
-            if links is None:
-                links = toolpairs.link_results(before.messages)
-            where = Origin(kind=MESSAGE, session=number, session_label=before.label, message=index)
-            blobs.append(
-                (text.encode("utf-8", "surrogatepass"), _origin(msg, links.get(index), where))
-            )
+            if index is None or index.messages is not before.messages:
+                index = SessionIndex(before.messages)
+            where = Origin(kind=MESSAGE, session=number, session_label=before.label, message=at)
+            blobs.append((text.encode("utf-8", "surrogatepass"), _origin(msg, index, at, where)))
     return blobs
 
 
-def _origin(msg: Message, use: toolpairs.ToolUse | None, where: Origin) -> Origin:
+def _origin(msg: Message, index: SessionIndex, at: int, where: Origin) -> Origin:
     """`where` (the message's place) with its role and, for a tool result, its call."""
     if not m.is_tool_result(msg):
         return replace(where, role=m.role(msg))
-    name = use.name if use else msg.get("name")
-    call = describe(name if isinstance(name, str) else "", use.arguments if use else "")
+    call = index.call_info(at)
     return replace(
         where,
         kind=TOOL_OUTPUT,
@@ -84,12 +83,18 @@ class Record:
 
 
 def run_record(
-    *, original: Transcript, result: Transcript, output: bytes, kept: Kept
+    *,
+    original: Transcript,
+    result: Transcript,
+    output: bytes,
+    kept: Kept,
+    indexes: list[SessionIndex] | None = None,
 ) -> Record | None:
-    """What the archive keeps of a run; None when nothing changed (there is nothing to undo)."""
+    """What the archive keeps of a run; None when nothing changed (there is
+    nothing to undo). `indexes`: the run's index of each original session."""
     if output == original.raw:
         return None
-    cited = [*replaced_texts(original, result), *kept.blobs]
+    cited = [*replaced_texts(original, result, indexes=indexes), *kept.blobs]
     return Record(
         source_path=original.path,
         input_bytes=original.raw,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ctxpack import markers, toolpairs
+from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
@@ -21,6 +21,7 @@ from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_me
 from ctxpack.redact import redact_messages
 from ctxpack.refs import ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.settings import BUILTIN_ENGINE
 from ctxpack.summarize.assemble import assemble
 from ctxpack.summarize.llm.settings import LLMSettings
@@ -71,8 +72,10 @@ def compress_messages(
     label: str = "",
     last_timestamp: str | None = None,
     summarizer: Summarizer | None = None,
+    index: SessionIndex | None = None,
 ) -> tuple[list[Message], SessionReport]:
-    """`summarizer`: a plugin chosen by name; None: the LLM or offline one, by settings.llm."""
+    """`summarizer`: a plugin chosen by name; None: the LLM or offline one, by
+    settings.llm. `index`: the run's index of `messages`."""
     out, report = _compact(
         messages,
         counter=counter,
@@ -80,6 +83,7 @@ def compress_messages(
         label=label,
         last_timestamp=last_timestamp,
         summarizer=summarizer,
+        index=index if index is not None else SessionIndex(messages),
     )
     if settings.redact:
         out = redact_output(out, report=report, counter=counter)
@@ -106,6 +110,7 @@ def _compact(
     label: str,
     last_timestamp: str | None,
     summarizer: Summarizer | None,
+    index: SessionIndex,
 ) -> tuple[list[Message], SessionReport]:
     prune_settings = PruneSettings(
         budget=settings.budget, min_savings=settings.min_savings, recall=settings.recall
@@ -116,7 +121,7 @@ def _compact(
         # A large session is counted in child processes while pruning plans
         # (planning needs no counts), rather than one after the other.
         with counter.counting(messages):
-            plan = plan_prune(messages, counter=counter, settings=prune_settings)
+            plan = plan_prune(messages, counter=counter, settings=prune_settings, index=index)
     before = tally(messages, counter=counter)
     report = SessionReport(label=label, status=Status.UNDER_THRESHOLD, before=before, after=before)
     threshold = settings.budget.threshold_tokens
@@ -128,7 +133,9 @@ def _compact(
 
     current = messages
     if prune:
-        pruned = prune_messages(current, counter=counter, settings=prune_settings, plan=plan)
+        pruned = prune_messages(
+            current, counter=counter, settings=prune_settings, plan=plan, index=index
+        )
         current = pruned.messages
         record_prune(report, pruned)
         if pruned.applied and pruned.rows:
@@ -146,6 +153,7 @@ def _compact(
         report=report,
         last_timestamp=last_timestamp,
         summarizer=summarizer,
+        index=index,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)
@@ -162,10 +170,14 @@ def summarize_messages(
     plan: AlignPlan | None = None,
     require_previous: bool = False,
     summarizer: Summarizer | None = None,
+    index: SessionIndex | None = None,
 ) -> list[Message]:
-    """Stages 2-4 and assembly on already-pruned messages."""
+    """Stages 2-4 and assembly on already-pruned messages. `index`: the run's
+    index of the session these messages were pruned from."""
+    if index is None:
+        index = SessionIndex(messages)
     # One pairing of these messages serves the boundaries, the facts and assembly.
-    pairing = toolpairs.pair(messages)
+    pairing = index.pairing_of(messages)
     if plan is None:
         tokens_in = counter.messages(messages)
         scaled = settings.budget.for_session(tokens_in)
@@ -199,7 +211,7 @@ def summarize_messages(
         counter=counter,
         llm=settings.llm,
         on_failure=settings.on_failure,
-        offline=OfflineSummarizer(),
+        offline=OfflineSummarizer(index=index),
         chosen=summarizer,
     )
     text = result.text.rstrip()
@@ -212,10 +224,11 @@ def summarize_messages(
     ran = ran_only(messages, pairing=pairing)
     kept = ran[: plan.head_end] + ran[plan.tail_start :]
     facts = preserved_facts_section(
-        ran_only(middle),
+        ran_only(middle, pairing=index.pairing_of(middle)),
         "\n".join([text, *visible_texts(kept)]),
         counter=counter,
         cap_tokens=max(room - 2, 0),
+        memo=index.facts,
     )
     if facts:
         text = f"{text}\n\n{facts}"
@@ -293,7 +306,10 @@ def compress_transcript(
     counter: TokenCounter,
     settings: CompressSettings,
     summarizer: Summarizer | None = None,
+    indexes: list[SessionIndex] | None = None,
 ) -> tuple[Transcript, CompressReport]:
+    """`indexes`: the run's index of each session."""
+
     def compact(
         number: int, messages: list[Message], last_timestamp: str | None
     ) -> tuple[list[Message], SessionReport]:
@@ -304,6 +320,7 @@ def compress_transcript(
             label=transcript.sessions[number].label or f"#{number}",
             last_timestamp=last_timestamp,
             summarizer=summarizer,
+            index=indexes[number] if indexes is not None else None,
         )
 
     return _each_session(transcript, compact)
@@ -317,8 +334,10 @@ def summarize_transcript(
     plans: list[AlignPlan] | None = None,
     require_previous: bool = False,
     summarizer: Summarizer | None = None,
+    indexes: list[SessionIndex] | None = None,
 ) -> tuple[Transcript, CompressReport]:
-    """Stages 2-4 only, on every session, with no threshold check (`ctxpack summarize`)."""
+    """Stages 2-4 only, on every session, with no threshold check (`ctxpack
+    summarize`). `indexes`: the run's index of each session."""
 
     def compact(
         number: int, messages: list[Message], last_timestamp: str | None
@@ -339,6 +358,7 @@ def summarize_transcript(
             plan=plans[number] if plans is not None else None,
             require_previous=require_previous,
             summarizer=summarizer,
+            index=indexes[number] if indexes is not None else None,
         )
         if out is not messages:
             report.summary_saved = before.tokens - counter.messages(out)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
     from ctxpack.pipeline.archiving import Archives, Record
     from ctxpack.refs import Blob
+    from ctxpack.sessionindex import SessionIndex
 
 # The archive (sqlite3, zlib) is imported by the runs that write one: a
 # command that only reads a transcript does not pay for it.
@@ -67,6 +68,8 @@ class Staged(Generic[R]):
     blobs: list[tuple[Blob, Origin]] = field(default_factory=list)
     # Told the format written when it is not the input's, so the report can say so.
     converted: Callable[[str], None] | None = None
+    # The stage's index of each input session, read again by the archive record.
+    indexes: list[SessionIndex] | None = None
 
 
 class Stage(Protocol[R]):
@@ -168,7 +171,13 @@ def compact_bytes(
         kept = Kept(
             settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
         )
-        record = run_record(original=transcript, result=staged.result, output=out, kept=kept)
+        record = run_record(
+            original=transcript,
+            result=staged.result,
+            output=out,
+            kept=kept,
+            indexes=staged.indexes,
+        )
     return Compacted(
         report=staged.report,
         data=out,

@@ -18,6 +18,7 @@ from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import Staged
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
 from ctxpack.report import CompressReport, SessionReport, Status
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
@@ -30,15 +31,18 @@ class Compress:
     min_retention: dict[str, float] | None = None
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
-        result, report = compact(transcript, self.settings, counter=counter, scope="compress")
-        measured = measure_retention(transcript, result, report, counter=counter)
+        indexes = session_indexes(transcript)
+        result, report = compact(
+            transcript, self.settings, counter=counter, scope="compress", indexes=indexes
+        )
+        measured = measure_retention(transcript, result, report, counter=counter, indexes=indexes)
         if self.min_retention is not None:
             failures = gate(measured, self.min_retention)
             if failures:
                 raise RetentionError(
                     "compaction refused: " + "; ".join(failures), path=transcript.path
                 )
-        return _compacted(result, report, self.settings)
+        return _compacted(result, report, self.settings, indexes=indexes)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Summarize:
         plans = None
         if self.plan is not None:
             plans = plans_from_json(self.plan, sessions=[s.messages for s in transcript.sessions])
+        indexes = session_indexes(transcript)
         result, report = compact(
             transcript,
             self.settings,
@@ -61,8 +66,14 @@ class Summarize:
             scope="summarize",
             plans=plans,
             require_previous=self.require_previous,
+            indexes=indexes,
         )
-        return _compacted(result, report, self.settings)
+        return _compacted(result, report, self.settings, indexes=indexes)
+
+
+def session_indexes(transcript: Transcript) -> list[SessionIndex]:
+    """One index per session, made when the run starts and read by every stage after."""
+    return [SessionIndex(session.messages) for session in transcript.sessions]
 
 
 def compact(
@@ -73,11 +84,12 @@ def compact(
     scope: Scope,
     plans: list[AlignPlan] | None = None,
     require_previous: bool = False,
+    indexes: list[SessionIndex] | None = None,
 ) -> tuple[Transcript, CompressReport]:
     """The engine and summarizer the settings name, on one transcript: the one
     way every command compacts, so that a plugin works in all of them. Names
     are looked up here, where the work runs (a batch worker), not where the
-    settings were made."""
+    settings were made. `indexes`: the run's index of each session."""
     engine = registry.engine(settings.engine)
     summarizer = registry.summarizer(settings.summarizer, llm=settings.llm)
     chosen = EngineSettings(
@@ -86,6 +98,7 @@ def compact(
         summarizer=summarizer,
         plans=plans,
         require_previous=require_previous,
+        indexes=indexes,
     )
     result, report = engine.compact(transcript, chosen, counter=counter)
     for before, after, session in zip(
@@ -125,9 +138,14 @@ class Prune:
 
 
 def _compacted(
-    result: Transcript, report: CompressReport, settings: CompressSettings
+    result: Transcript,
+    report: CompressReport,
+    settings: CompressSettings,
+    *,
+    indexes: list[SessionIndex],
 ) -> Staged[CompressReport]:
     return Staged(
+        indexes=indexes,
         result=result,
         report=report,
         warnings=report.sessions[0].warnings if report.sessions else [],
@@ -158,16 +176,23 @@ def _converted(report: CompressReport, fmt: str) -> None:
 
 
 def measure_retention(
-    original: Transcript, result: Transcript, report: CompressReport, *, counter: TokenCounter
+    original: Transcript,
+    result: Transcript,
+    report: CompressReport,
+    *,
+    counter: TokenCounter,
+    indexes: list[SessionIndex] | None = None,
 ) -> list[EvalReport]:
-    """Attach `ctxpack eval`'s retention block to every session that changed."""
+    """Attach `ctxpack eval`'s retention block to every session that changed.
+    `indexes`: the run's index of each original session."""
     measured = []
-    for before, after, session in zip(
-        original.sessions, result.sessions, report.sessions, strict=True
+    for number, (before, after, session) in enumerate(
+        zip(original.sessions, result.sessions, report.sessions, strict=True)
     ):
         if after.messages is before.messages:
             continue
-        evaluation = evaluate(before.messages, after.messages, counter=counter)
+        index = indexes[number] if indexes is not None else None
+        evaluation = evaluate(before.messages, after.messages, counter=counter, index=index)
         evaluation.label = session.label
         session.retention = retention_summary(evaluation)
         measured.append(evaluation)

@@ -12,8 +12,6 @@ not changed stays the very same object.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,9 +23,10 @@ from ctxpack.prune.argshrink import shrink_arguments
 from ctxpack.prune.oneliners import cite_full, duplicate_note, is_pruned, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import result_flagged_error
-from ctxpack.tools import CallInfo, describe
+from ctxpack.tools import CallInfo
 from ctxpack.transcript import Message, Transcript
 
 OUTPUT_CHARS = 200  # outputs longer than this are replaced by a one-liner
@@ -120,12 +119,19 @@ class PrunePlan:
 
 
 def plan_prune(
-    messages: list[Message], *, counter: TokenCounter, settings: PruneSettings
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    settings: PruneSettings,
+    index: SessionIndex | None = None,
 ) -> PrunePlan:
     """The plan, with no token counts needed but the tail's: it can be made
-    while the session is counted in child processes (TokenCounter.counting)."""
+    while the session is counted in child processes (TokenCounter.counting).
+    `index`: the run's index of `messages`."""
     head, tail = prune_bounds(messages, counter=counter, budget=settings.budget)
-    return PrunePlan(head, tail, _plans(messages, head, tail, settings))
+    if index is None or index.messages is not messages:
+        index = SessionIndex(messages)
+    return PrunePlan(head, tail, _plans(index, head, tail, settings))
 
 
 def prune_messages(
@@ -134,23 +140,24 @@ def prune_messages(
     counter: TokenCounter,
     settings: PruneSettings,
     plan: PrunePlan | None = None,
+    index: SessionIndex | None = None,
 ) -> PruneResult:
     """Prune one session, by `plan` when the caller already made it."""
     if plan is None:
         with counter.counting(messages):
-            plan = plan_prune(messages, counter=counter, settings=settings)
+            plan = plan_prune(messages, counter=counter, settings=settings, index=index)
     head, tail, plans = plan.head, plan.tail, plan.plans
     # Placeholders are counted together: on several cores when there are many.
     counter.prime([planned[0] for _, planned in plans])
     out = list(messages)
     rows: list[PlanRow] = []
-    for index, (new, action, tool, reason) in plans:
-        msg = messages[index]
+    for at, (new, action, tool, reason) in plans:
+        msg = messages[at]
         before, after = counter.message(msg), counter.message(new)
         if after >= before:
             continue
-        out[index] = new
-        rows.append(PlanRow(index, m.role(msg), tool, action, reason, before, after))
+        out[at] = new
+        rows.append(PlanRow(at, m.role(msg), tool, action, reason, before, after))
     return _result(messages, out, rows, head, tail, counter, settings, planned=bool(plans))
 
 
@@ -181,30 +188,25 @@ def _unchanged_note(
 
 
 def _plans(
-    messages: list[Message], head: int, tail: int, settings: PruneSettings
+    index: SessionIndex, head: int, tail: int, settings: PruneSettings
 ) -> list[tuple[int, tuple[Message, str, str, str]]]:
     """(index, (replacement, action, tool, reason)) of every message planned."""
-    links = toolpairs.link_results(messages)
-    # The same call (a re-run test, a re-read file) is described once.
-    describe_once = functools.cache(describe)
-    infos = {
-        i: _info(messages[i], links.get(i), describe_once)
-        for i, msg in enumerate(messages)
-        if _is_out(msg)
-    }
+    messages = index.messages
+    links = index.pairing.links
+    infos = {i: index.call_info(i) for i, msg in enumerate(messages) if _is_out(msg)}
     superseded = find_superseded(infos)
     duplicates = _duplicates(messages, settings.duplicate_chars)
     plans: list[tuple[int, tuple[Message, str, str, str]]] = []
-    for index in range(head, tail):
-        msg = messages[index]
+    for at in range(head, tail):
+        msg = messages[at]
         if _is_out(msg):
             planned = _plan_output(
                 msg,
-                index=index,
-                use=links.get(index),
-                info=infos[index],
-                later_copy=duplicates.get(index),
-                stale=superseded.get(index),
+                index=at,
+                use=links.get(at),
+                info=infos[at],
+                later_copy=duplicates.get(at),
+                stale=superseded.get(at),
                 settings=settings,
             )
         elif m.role(msg) == "assistant":
@@ -212,7 +214,7 @@ def _plans(
         else:
             continue
         if planned is not None:
-            plans.append((index, planned))
+            plans.append((at, planned))
     return plans
 
 
@@ -277,15 +279,6 @@ def totals(results: list[PruneResult]) -> dict[str, Any]:
 
 def _is_out(msg: Message) -> bool:
     return m.is_tool_result(msg)
-
-
-def _info(
-    msg: Message, use: toolpairs.ToolUse | None, describe_call: Callable[[str, str], CallInfo]
-) -> CallInfo:
-    if use is not None:
-        return describe_call(use.name, use.arguments)
-    name = msg.get("name")
-    return describe_call(name if isinstance(name, str) else "", "")
 
 
 def _duplicates(messages: list[Message], min_chars: int) -> dict[int, int]:

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactCollector, Facts, remembered_facts, start_memo
+from ctxpack.facts.extract import FactCollector, Facts
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.tooloutput import running_session
-from ctxpack.toolpairs import ToolUse, calls_of, link_results, parse_arguments
+from ctxpack.toolpairs import Pairing, ToolUse, calls_of, parse_arguments
 from ctxpack.transcript import Message
 
 _DECISION_RE = re.compile(
@@ -66,6 +67,8 @@ class Ask:
 class Scan:
     actions: list[Action] = field(default_factory=list)
     asks: list[Ask] = field(default_factory=list)
+    # The user's own words of every ask, whole (ledger.user_messages of the middle).
+    said: list[str] = field(default_factory=list)
     questions: list[Ask] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
@@ -79,31 +82,38 @@ class Scan:
     later_ok: set[str] = field(default_factory=set)
 
 
-def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
+def scan(
+    middle: list[Message], *, tail: list[Message] | None = None, index: SessionIndex | None = None
+) -> Scan:
     """The structure of `middle`; `tail` (the turns kept verbatim after it)
-    only tells which failures were fixed later."""
+    only tells which failures were fixed later. `index`: the run's index of
+    the session, which pairs the middle and the tail and keeps the facts of
+    the middle's messages for the later stages of the same run."""
+    if index is None:
+        index = SessionIndex(middle)
     result = Scan()
-    result.later_ok = succeeded(tail or [])
-    start_memo()
+    tail = tail or []
+    result.later_ok = succeeded(tail, pairing=index.pairing_of(tail))
+    memo = index.facts
     facts = FactCollector()
     texts = [m.text(msg) for msg in middle]
-    answers = _result_indexes(middle)
+    answers = _result_indexes(index.pairing_of(middle))
     replies = _Replies(middle, texts)
     said = _Said()
     # A command still running (Codex exec sessions) finishes in a later poll of
     # its session: the poll's output is that command's outcome.
     sessions: dict[str, tuple[ToolUse, Action]] = {}
-    for index, msg in enumerate(middle):
+    for at, msg in enumerate(middle):
         role = m.role(msg)
-        body = texts[index]
+        body = texts[at]
         uses = (
-            [(use, parse_arguments(use.arguments)) for use in calls_of(msg, index)]
+            [(use, parse_arguments(use.arguments)) for use in calls_of(msg, at)]
             if "tool_calls" in msg or "function_call" in msg
             else []
         )
-        facts.add(remembered_facts(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
+        facts.add(memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
         if role == "assistant":
-            _read_assistant(result, said, index, body)
+            _read_assistant(result, said, at, body)
             for use, args in uses:
                 workdir = args.get("workdir")
                 if isinstance(workdir, str) and workdir.strip():
@@ -123,16 +133,17 @@ def scan(middle: list[Message], *, tail: list[Message] | None = None) -> Scan:
                 if action.pending and session:
                     sessions[session] = (use, action)
         elif role == "user" and not m.is_tool_result(msg):
-            _read_user(result, replies, index, msg)
+            _read_user(result, replies, at, msg)
     result.facts = facts.facts()
     result.last_note = _last_note(said.bodies)
     return result
 
 
-def succeeded(messages: list[Message]) -> set[str]:
-    """The keys and heads of the calls in `messages` whose results succeeded."""
+def succeeded(messages: list[Message], *, pairing: Pairing) -> set[str]:
+    """The keys and heads of the calls in `messages` whose results succeeded;
+    `pairing`: toolpairs.pair(messages)."""
     out: set[str] = set()
-    for use, found in _result_indexes(messages).items():
+    for use, found in _result_indexes(pairing).items():
         action = make_action(use, [messages[i] for i in found], seen=())
         if not action.failed and not action.pending:
             out.update((action.key, action.head))
@@ -201,9 +212,9 @@ def _finish_session(
     action.exit, action.tests = update.exit, update.tests
 
 
-def _result_indexes(middle: list[Message]) -> dict[ToolUse, list[int]]:
+def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
     out: dict[ToolUse, list[int]] = {}
-    for result_index, use in link_results(middle).items():
+    for result_index, use in pairing.links.items():
         out.setdefault(use, []).append(result_index)
     return out
 
@@ -212,6 +223,7 @@ def _read_user(result: Scan, replies: _Replies, index: int, msg: Message) -> Non
     body = user_words(msg)
     if body is None:
         return
+    result.said.append(body)
     result.asks.append(Ask(index, body, MAX_ASK, replies))
     if "?" not in body:
         return

@@ -12,7 +12,8 @@ import functools
 import re
 from dataclasses import replace
 
-from ctxpack.summarize.ledger import Ledger, user_messages, with_ledger
+from ctxpack.sessionindex import SessionIndex
+from ctxpack.summarize.ledger import Ledger, previous_entries, with_ledger
 from ctxpack.summarize.offline.fit import fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
@@ -42,15 +43,19 @@ def day_of(timestamp: str | None) -> str | None:
 class OfflineSummarizer:
     name = "offline"
 
+    def __init__(self, *, index: SessionIndex | None = None) -> None:
+        # The run's index of the session: it pairs the turns, and keeps the
+        # facts read for the preserved facts and the retention check.
+        self.index = index
+
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle, tail=request.tail)
+        found = scan(request.middle, tail=request.tail, index=self.index)
         date = day_of(request.last_timestamp)
         # The ledger and the sections classify the same user messages.
         classify = functools.cache(classified)
-        ledger = Ledger.of(
-            middle=request.middle, previous_summary=request.previous_summary, classify=classify
-        )
-        said = user_messages(request.middle)
+        # The scan has read the user's words already.
+        said = found.said
+        ledger = Ledger(previous_entries(request.previous_summary), said, classify=classify)
         replaced = ledger.superseded()
         previous = None if request.previous_summary is None else parse(request.previous_summary)
         # An update numbers its new actions after the previous record's.
