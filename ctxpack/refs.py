@@ -3,8 +3,6 @@ summaries embed; computable without the archive, resolvable with it."""
 
 from __future__ import annotations
 
-import hashlib
-
 REF_PREFIX = "ctxpack:"
 REF_HEX = 10
 # Content-addressed data: bytes, or a bytearray built in place when large.
@@ -12,6 +10,10 @@ Blob = bytes | bytearray
 
 
 def sha256_hex(data: Blob) -> str:
+    # Imported here: hashlib loads OpenSSL, which a command that only reads the
+    # prefixes above (count) does not need.
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 

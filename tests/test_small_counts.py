@@ -3,17 +3,19 @@ without building tiktoken's encoder; --estimate never imports tiktoken."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import formats
+from ctxpack.tokens import bpe, encodings
 from ctxpack.tokens import counter as tokens
-from ctxpack.tokens import encodings
 from ctxpack.tokens.bpe import LONG_PIECE
 from ctxpack.tokens.counter import SMALL_INPUT_CHARS, TokenCounter
 
@@ -69,6 +71,8 @@ PIECES = st.sampled_from(
         *("'s", "'S", "'ll", "'ſ", "\u212a", " ", "  ", "\n", "\r\n", "\t", "123456", "é"),
         *("e\u0301", "日本語", "😀", "\ud800", "<|endoftext|>", "Hello", " world", "ÅÆØ", "ǅ"),
         *("//", "=="),
+        # Symbols split without `regex` (bpe._SYMBOLS), and letters next to them.
+        *("→", "’", "✓", "—", "🎉", "│", "×", "½", "❶"),
     ]
 )
 TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=30).map("".join)
@@ -154,3 +158,55 @@ def test_a_torn_token_table_is_built_again(monkeypatch: pytest.MonkeyPatch, tmp_
         monkeypatch.setattr(encodings, "_small", {})
         assert encodings.small_counter().count(text) == expected
         assert table.read_bytes() == whole
+
+
+def _plain_symbols() -> list[str]:
+    """Every character beyond ASCII that the plain split takes."""
+    beyond = (chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+    return [c for c in beyond if bpe._BEYOND_PLAIN(c) is None]
+
+
+def test_the_ascii_members_of_each_class_are_those_regex_matches() -> None:
+    ascii_chars = [chr(c) for c in range(128)]
+    for name, members in bpe._ASCII_CLASSES.items():
+        unicode_class = regex.compile(rf"\p{{{name}}}")
+        plain_class = re.compile(f"[{members}]") if members else re.compile("(?!)")
+        assert [c for c in ascii_chars if unicode_class.fullmatch(c)] == [
+            c for c in ascii_chars if plain_class.fullmatch(c)
+        ], name
+    spaces = [c for c in ascii_chars if regex.fullmatch(r"\s", c)]
+    assert spaces == [c for c in ascii_chars if re.fullmatch(f"[{bpe._ASCII_SPACE}]", c)]
+    assert spaces == ["\t", "\n", "\x0b", "\x0c", "\r", " "]
+
+
+def test_the_plain_symbols_are_no_letter_digit_mark_or_space() -> None:
+    symbols = _plain_symbols()
+    assert len(symbols) == 2625
+    assert {"→", "’", "✓", "—", "🎉", "│"} <= set(symbols)
+    assert not {"é", "½", "❶", "\u00a0", "\u2028", "\ufe0f"} & set(symbols)
+    classes = regex.compile(r"[\p{L}\p{N}\p{M}\s]")
+    assert [c for c in symbols if classes.fullmatch(c)] == []
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_plain_text_splits_and_counts_as_with_the_unicode_pattern(name: str) -> None:
+    counter = encodings.small_counter(name)
+    unicode_split = regex.compile(counter._ranks.pattern).findall
+    # Every symbol between letters, digits, spaces, newlines and contractions.
+    text = "".join(f"a{c}B {c}'s\n{c}{c}1{c}2 \t{c}\r\n" for c in _plain_symbols())
+    assert counter._plain_split(text) == unicode_split(text)
+    assert counter.count(text) == _exact(name, text)
+
+
+def test_plain_text_is_counted_without_importing_regex() -> None:
+    code = (
+        "import sys\n"
+        "from ctxpack.tokens.encodings import small_counter\n"
+        "n = small_counter().count('  1→import os\\n  2→print(’done’) ✓ 🎉 — │ ×\\n')\n"
+        "print(n, 'regex' in sys.modules)\n"
+        "small_counter().count('café')\n"
+        "print('regex' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    text = "  1→import os\n  2→print(’done’) ✓ 🎉 — │ ×\n"
+    assert done.stdout.split() == [str(_exact("o200k_base", text)), "False", "True"]

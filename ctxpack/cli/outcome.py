@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def working(model: str | None) -> Iterator[None]:
     """A spinner with elapsed time while an LLM call may be running (terminals only)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from ctxpack.cli.render import console
 
     if model is None or not console.is_terminal:
         yield
         return
+    # Imported only for a spinner: rich.progress costs a small call a few percent.
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(),
         TextColumn(f"compacting, summarizer {model}"),

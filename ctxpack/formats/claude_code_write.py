@@ -35,7 +35,6 @@ else stays byte for byte. New lines get stable uuids (`claude_code_ids`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +50,7 @@ from ctxpack.formats.claude_code import (
 )
 from ctxpack.formats.claude_code_ids import LineIds
 from ctxpack.formats.origins import first_new_summary, pairs
+from ctxpack.refs import sha256_hex
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -219,7 +219,7 @@ class SessionWriter:
         if orig is not None:
             return self.plans.get(id(orig), [])
         if id(msg) not in self.plans:
-            digest = hashlib.sha256(jsoncodec.dumps(msg)).hexdigest()[:20]
+            digest = sha256_hex(jsoncodec.dumps(msg))[:20]
             self.seen[digest] = self.seen.get(digest, 0) + 1
             key = f"new/{digest}/{self.seen[digest]}"
             self.plans[id(msg)] = [("new", obj) for obj in self._new_lines(msg, key)]

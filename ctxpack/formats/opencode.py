@@ -15,7 +15,6 @@ the list, and a new summary is a user message with one text part.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from ctxpack.formats import jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.openhands import summary_message
 from ctxpack.formats.origins import pairs
+from ctxpack.refs import sha256_hex
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Session, Transcript
@@ -176,7 +176,7 @@ def _write(data: bytes, session: Session) -> bytes:
 def _fresh(messages: list[Message]) -> bytes:
     """An export holding the messages alone: an assistant turn and the results
     after it are one opencode message."""
-    sid = "ses_ctxpack" + hashlib.sha256(jsoncodec.dumps(messages)).hexdigest()[:16]
+    sid = "ses_ctxpack" + sha256_hex(jsoncodec.dumps(messages))[:16]
     items: list[Doc] = []
     for n, msg in enumerate(messages):
         if m.role(msg) == "tool" and items and items[-1]["info"]["role"] == "assistant":
@@ -221,7 +221,7 @@ def _fresh(messages: list[Message]) -> bytes:
 
 def _new(msg: Message, sid: str, like: Doc) -> Doc:
     text = m.text(msg)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    digest = sha256_hex(text.encode("utf-8"))[:24]
     mid = f"msg_ctxpack{digest}"
     info = {"role": "user", "time": {"created": 0}, **like, "id": mid, "sessionID": sid}
     part = {"id": f"prt_ctxpack{digest}", "sessionID": sid, "messageID": mid, "type": "text"}

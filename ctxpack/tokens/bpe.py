@@ -8,17 +8,23 @@ algorithm: split with its own pattern through the `regex` module that tiktoken
 itself uses, then the same byte-pair merge (the lowest rank first, the
 leftmost among equal ranks) over the same ranks, so the counts are the same
 (tests compare the two on every fixture and on generated text).
+
+Most texts are ASCII, or ASCII and a few symbols, where the pattern's Unicode
+classes are plain ranges: those are split by the standard `re` module (faster
+than `regex`, and needing no import of it), with the pattern rewritten to
+exactly those ranges.
 """
 
 from __future__ import annotations
 
 import array
+import collections
 import itertools
 import mmap
+import re
 import struct
 import zlib
-
-import regex
+from collections.abc import Callable
 
 # The merge here is quadratic in the piece's length: a longer piece that is
 # not itself a token is left to tiktoken.
@@ -98,14 +104,73 @@ def _aligned(size: int) -> int:
     return -(-size // 8) * 8
 
 
+# The ASCII members of each Unicode class the encodings' patterns name (a
+# test checks them against `regex`). `re`'s own \s would also take \x1c-\x1f.
+_ASCII_CLASSES = {
+    "L": "A-Za-z",
+    "Lu": "A-Z",
+    "Ll": "a-z",
+    "Lt": "",
+    "Lm": "",
+    "Lo": "",
+    "M": "",
+    "N": "0-9",
+}
+_ASCII_SPACE = "\\t\\n\\x0b\\x0c\\r "
+# Characters beyond ASCII that are in none of those classes (no letter, digit,
+# mark or space: punctuation, arrows, box drawing, check marks, emoji), as a
+# test checks against `regex` and tiktoken. A text of ASCII and these splits
+# the same with the ASCII classes, and agents' output is full of them (the
+# arrow after each line number of a file read, quotes, dashes).
+_SYMBOLS = (
+    "\\xa1-\\xa9\\xab-\\xb1\\xb4\\xb6-\\xb8\\xbb\\xbf\\xd7\\xf7"
+    "\\u2010-\\u2027\\u2030-\\u205e\\u2190-\\u23ff\\u2500-\\u2775\\u2794-\\u27bf"
+    "\\U0001f300-\\U0001f64f\\U0001f680-\\U0001f6ff\\U0001f900-\\U0001f9ff"
+)
+_BEYOND_PLAIN = re.compile(f"[^\\x00-\\x7f{_SYMBOLS}]").search
+# A class, an escape, or any other character of a pattern.
+_PATTERN_PART = re.compile(r"\[\^?|\]|\\p\{(\w+)\}|\\.|.", re.DOTALL)
+
+
+def plain_pattern(pattern: str) -> str:
+    """`pattern` for plain text (ASCII and the symbols above) in `re`'s syntax:
+    every Unicode class (\\p{..}, \\s, \\S) replaced by its ASCII members.
+    ValueError for a class not in the table."""
+    out: list[str] = []
+    in_class = False
+    for part in _PATTERN_PART.finditer(pattern):
+        text, name = part.group(), part.group(1)
+        if name is not None:
+            if name not in _ASCII_CLASSES:
+                raise ValueError(f"no ASCII members known for \\p{{{name}}}")
+            members = _ASCII_CLASSES[name]
+            # Outside a class an empty one matches nothing.
+            text = members if in_class else f"[{members}]" if members else "(?!)"
+        elif text == "\\s":
+            text = _ASCII_SPACE if in_class else f"[{_ASCII_SPACE}]"
+        elif text == "\\S":
+            if in_class:
+                raise ValueError("\\S inside a class")
+            text = f"[^{_ASCII_SPACE}]"
+        elif text.startswith("[") and not in_class:
+            in_class = True
+        elif text == "]" and in_class:
+            in_class = False
+        out.append(text)
+    return "".join(out)
+
+
 class PieceCounter:
     """Counts the tokens of a text as tiktoken's encode_ordinary would."""
 
     def __init__(self, *, ranks: HashedRanks) -> None:
-        self._split = regex.compile(ranks.pattern).findall
         self._ranks = ranks
-        # Pieces recur (words, identifiers, paths): each is looked up once.
+        self._unicode_split: Callable[[str], list[str]] | None = None
+        self._plain_split = re.compile(plain_pattern(ranks.pattern)).findall
+        # Pieces recur (words, identifiers, paths): each is looked up once;
+        # so are the parts the merges of different pieces share.
         self._pieces: dict[str, int] = {}
+        self._parts: dict[bytes, int] = {}
 
     def count(self, text: str) -> int | None:
         """The token count, or None when a piece is too long to merge here."""
@@ -115,10 +180,20 @@ class PieceCounter:
             # What tiktoken does with lone surrogates before it encodes.
             return self._count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
+    def _split(self, text: str) -> list[str]:
+        if text.isascii() or _BEYOND_PLAIN(text) is None:
+            return self._plain_split(text)
+        if self._unicode_split is None:
+            import regex
+
+            self._unicode_split = regex.compile(self._ranks.pattern).findall
+        return self._unicode_split(text)
+
     def _count(self, text: str) -> int | None:
         known = self._pieces
         total = 0
-        for piece in self._split(text):
+        # Each distinct piece once: counting them is done in C.
+        for piece, times in collections.Counter(self._split(text)).items():
             tokens = known.get(piece)
             if tokens is None:
                 data = piece.encode()
@@ -127,19 +202,25 @@ class PieceCounter:
                 elif len(data) > LONG_PIECE:
                     return None
                 else:
-                    tokens = _merged_length(data, self._ranks)
+                    tokens = _merged_length(data, self._rank)
                 known[piece] = tokens
-            total += tokens
+            total += tokens * times
         return total
 
+    def _rank(self, part: bytes) -> int:
+        rank = self._parts.get(part)
+        if rank is None:
+            rank = self._parts[part] = self._ranks.get(part, _NO_MERGE)
+        return rank
 
-def _merged_length(piece: bytes, ranks: HashedRanks) -> int:
-    """How many tokens the byte-pair merge leaves of piece."""
-    get = ranks.get
+
+def _merged_length(piece: bytes, rank: Callable[[bytes], int]) -> int:
+    """How many tokens the byte-pair merge leaves of piece (`rank`: a part's
+    rank, _NO_MERGE for no token)."""
     # starts[i]: where part i begins (the last entry is the end); pairs[i]: the
     # rank of part i joined with part i + 1.
     starts = list(range(len(piece) + 1))
-    pairs = [get(piece[i : i + 2], _NO_MERGE) for i in range(len(piece) - 1)]
+    pairs = [rank(piece[i : i + 2]) for i in range(len(piece) - 1)]
     while pairs:
         best = min(pairs)
         if best == _NO_MERGE:
@@ -148,7 +229,7 @@ def _merged_length(piece: bytes, ranks: HashedRanks) -> int:
         del starts[at + 1]
         del pairs[at]
         if at < len(pairs):
-            pairs[at] = get(piece[starts[at] : starts[at + 2]], _NO_MERGE)
+            pairs[at] = rank(piece[starts[at] : starts[at + 2]])
         if at > 0:
-            pairs[at - 1] = get(piece[starts[at - 1] : starts[at + 1]], _NO_MERGE)
+            pairs[at - 1] = rank(piece[starts[at - 1] : starts[at + 1]])
     return len(starts) - 1

