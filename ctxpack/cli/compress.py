@@ -138,7 +138,7 @@ def compress(
     """
     from ctxpack.cli.outcome import compact_one
     from ctxpack.evaluate.gate import parse_min_retention
-    from ctxpack.pipeline.batch import discover
+    from ctxpack.pipeline.discover import discover
     from ctxpack.pipeline.stages import Compress
 
     resolved = opts.resolve(ctx)

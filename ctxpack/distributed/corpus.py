@@ -22,7 +22,8 @@ from ctxpack.archive.store import Archive
 from ctxpack.distributed import compact_rows, record_of
 from ctxpack.errors import CtxpackError, InputError, OutputError, UsageError
 from ctxpack.pipeline.archiving import store
-from ctxpack.pipeline.batch import Finished, Found, hidden, skip_reason
+from ctxpack.pipeline.batch import Finished
+from ctxpack.pipeline.discover import Found, hidden, skip_reason
 from ctxpack.pipeline.run import FileJob, archiving, chosen_name
 from ctxpack.pipeline.stages import Compress
 
@@ -70,7 +71,7 @@ def place(given: str) -> Place:
 
 @dataclass
 class Corpus:
-    """The files of a batch, as batch.discover finds them, on any filesystem."""
+    """The files of a batch, as discover.discover finds them, on any filesystem."""
 
     # (name, path relative to the place it was found under; "" for a file named)
     found: Found = field(default_factory=Found)
