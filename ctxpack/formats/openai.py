@@ -169,20 +169,14 @@ class OpenAIFormat(Format, name="openai", writable=True):
                     obj = fast(line) if plain else loads(line)
                 except refused:
                     obj = loads(line, no_long_digits=True)
+                if messages_mode is None:
+                    messages_mode = explicit is None and isinstance(obj, dict) and "role" in obj
                 if messages_mode:
                     problem = validate_message(obj)
                     if problem:
                         raise InputError(problem, path=path, line=index + 1)
                     keep_original((obj, raw))
                     continue
-                if messages_mode is None:
-                    messages_mode = explicit is None and isinstance(obj, dict) and "role" in obj
-                    if messages_mode:
-                        problem = validate_message(obj)
-                        if problem:
-                            raise InputError(problem, path=path, line=index + 1)
-                        keep_original((obj, raw))
-                        continue
                 key = key or _record_path(obj, explicit, path, index + 1)
                 sessions.append(_record_session(obj, key, path, index + 1, raw_line=raw))
                 entries.append(len(sessions) - 1)
