@@ -4,6 +4,7 @@ without --from, even when the keys that tell its format come late."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.formats import jsonl
+from ctxpack.formats.base import Clue
 from tests.conftest import FIXTURES, SHARED
 
 # Folder name -> the format its files are (the rest are named as the format).
@@ -114,3 +116,47 @@ def test_line_starts_are_the_first_lines_stripped_and_cut(head: bytes, limit: in
     # Found without splitting the whole head: a detector may be given a large file.
     expected = [line.strip()[:4096] for line in head.split(b"\n")[:limit] if line.strip()]
     assert jsonl.line_starts(head, limit=limit) == expected
+
+
+def _clues() -> list[tuple[str, Clue]]:
+    found = []
+    for name in sorted(formats.REGISTRY):
+        module = sys.modules[type(formats.REGISTRY[name]).__module__]
+        found += [(f"{name}.{attr}", v) for attr, v in vars(module).items() if isinstance(v, Clue)]
+    return found
+
+
+def test_every_whole_file_rule_is_a_clue() -> None:
+    # The document formats, whose rules may search a whole large file.
+    owners = {label.split(".")[0] for label, _ in _clues()}
+    assert owners == {
+        "anthropic",
+        "atif",
+        "gemini",
+        "opencode",
+        "openhands",
+        "sharegpt",
+        "swe-agent",
+    }
+
+
+@pytest.mark.parametrize(("label", "clue"), _clues(), ids=[label for label, _ in _clues()])
+@given(data=st.data())
+def test_every_match_of_a_clue_holds_one_of_its_words(
+    label: str, clue: Clue, data: st.DataObject
+) -> None:
+    match = data.draw(st.from_regex(clue.pattern, fullmatch=True), label="match")
+    assert any(word in match for word in clue.words), label
+    # Inside other text, the clue's answer is the pattern's own.
+    around = data.draw(st.binary(max_size=40), label="around")
+    text = around + match + around
+    assert clue.search(text) is True
+    assert clue.search(around) == (clue.pattern.search(around) is not None)
+
+
+def test_a_large_chat_file_is_openai_and_its_late_document_keys_still_count() -> None:
+    line = json.dumps({"role": "user", "content": "a" * 200}).encode() + b"\n"
+    chat = line * (2 * formats.HEAD_BYTES // len(line))
+    assert formats.detect(chat, path="chat.jsonl").name == "openai"
+    late = chat + b'{"conversations": [{"from": "human", "value": "hi"}]}\n'
+    assert formats.detect(late, path="chat.jsonl").name == "sharegpt"

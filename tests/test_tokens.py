@@ -11,9 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
+from ctxpack import formats
+from ctxpack import messages as m
 from ctxpack.errors import UsageError
+from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens import encodings
-from ctxpack.tokens.counter import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
+from ctxpack.tokens.counter import IMAGE_TOKENS, KINDS, MESSAGE_OVERHEAD, TokenCounter
+from ctxpack.tokens.tally import tally
+from tests.conftest import FIXTURES, SHARED
 
 
 @pytest.mark.parametrize("name", sorted(encodings.ENCODINGS))
@@ -123,3 +128,32 @@ def test_rank_snapshot_is_verified_and_rebuilt(
     monkeypatch.setattr(encodings, "_loaded", {})
     assert encodings.get_encoding("cl100k_base").encode_ordinary("snapshot check") == first
     assert snapshots[0].read_bytes() != b"\x00corrupt"
+
+
+def _real_transcripts() -> list[Path]:
+    roots = [FIXTURES, *([SHARED] if SHARED.is_dir() else [])]
+    return sorted(p for r in roots for p in r.rglob("*") if p.is_file() and p.suffix != ".md")
+
+
+@pytest.mark.parametrize("path", _real_transcripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_estimate_tally_is_the_sum_of_each_messages_row(path: Path) -> None:
+    # The one-pass tally sums plain messages per role without a row each; it
+    # must give what adding up every message's own row, role by role, gives.
+    est = TokenCounter(estimate=True)
+    read = formats.read(path.read_bytes(), path=str(path), options=ReadOptions(skip_invalid=True))
+    for session in read.sessions:
+        msgs = session.messages
+        by_role: dict[str, list[tuple[int, ...]]] = {}
+        for msg in msgs:
+            by_role.setdefault(m.role(msg) or "?", []).append(est.counts(msg))
+        result = tally(msgs, counter=est)
+        assert list(result.messages_by_role) == list(by_role)
+        assert result.messages_by_role == {role: len(rows) for role, rows in by_role.items()}
+        assert result.tokens_by_role == {
+            role: sum(r[0] for r in rows) for role, rows in by_role.items()
+        }
+        columns = [
+            sum(col) for col in zip(*[r for rows in by_role.values() for r in rows], strict=True)
+        ]
+        assert list(result.tokens_by_kind.values()) == (columns[1:] or [0] * len(KINDS))
+        assert est.messages(msgs) == result.tokens == sum(est.message(msg) for msg in msgs)

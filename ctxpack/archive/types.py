@@ -3,7 +3,6 @@ byte rules for restoring a file that grew after compaction."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -13,6 +12,7 @@ import orjson
 
 from ctxpack.archive.db import ref_of_sha
 from ctxpack.errors import UsageError
+from ctxpack.refs import sha256_hex
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def parse_age(text: str) -> timedelta:
 def compaction_id(input_sha: str, output_sha: str) -> str:
     # The same input compacted to the same output is the same compaction:
     # recording it again refreshes it instead of piling up duplicates.
-    return hashlib.sha256(f"{input_sha}:{output_sha}".encode()).hexdigest()[:16]
+    return sha256_hex(f"{input_sha}:{output_sha}".encode())[:16]
 
 
 def join_appended(original: bytes, appended: bytes, *, output_ended_with_newline: bool) -> bytes:

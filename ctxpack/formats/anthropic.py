@@ -18,15 +18,17 @@ from typing import Any, Literal
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Clue, Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.origins import resolve
 from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-_BLOCK = re.compile(rb'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"')
-_SYSTEM = re.compile(rb'"system"\s*:\s*["\[]')
-_OPENAI = re.compile(rb'"tool_calls"|"role"\s*:\s*"(tool|function)"')
+_BLOCK = Clue(rb'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"', b'"type"')
+_SYSTEM = Clue(rb'"system"\s*:\s*["\[]', b'"system"')
+_OPENAI = Clue(
+    rb'"tool_calls"|"role"\s*:\s*"(tool|function)"', b'"tool_calls"', b'"tool"', b'"function"'
+)
 _TEXT_RESULT = re.compile(r"\[[^\]\n]+\] Result:")
 
 Derived = list[tuple[Message, list[int]]]
@@ -59,7 +61,7 @@ class AnthropicContext:
 def detect(head: bytes) -> bool:
     if b'"role"' not in head or _OPENAI.search(head):
         return False
-    return bool(_BLOCK.search(head)) or (bool(_SYSTEM.search(head)) and b'"messages"' in head)
+    return _BLOCK.search(head) or (_SYSTEM.search(head) and b'"messages"' in head)
 
 
 def session_of(items: list[Any], system: Any, *, label: str) -> tuple[Session, AnthropicContext]:

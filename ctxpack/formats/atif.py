@@ -23,26 +23,25 @@ call; it sets the order in which results without ids answer.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ctxpack import toolpairs
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Format, ReadOptions
+from ctxpack.formats.base import BOM, Clue, Format, ReadOptions
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error, load_document
 from ctxpack.transcript import Message, Session, Transcript
 
-_VERSION = re.compile(rb'"schema_version"\s*:\s*"ATIF-')
-_STEP = re.compile(rb'"step_id"\s*:')
-_SOURCE = re.compile(rb'"source"\s*:\s*"(system|user|agent)"')
+_VERSION = Clue(rb'"schema_version"\s*:\s*"ATIF-', b'"schema_version"')
+_STEP = Clue(rb'"step_id"\s*:', b'"step_id"')
+_SOURCE = Clue(rb'"source"\s*:\s*"(system|user|agent)"', b'"source"')
 ROLES = {"system": "system", "user": "user", "agent": "assistant"}
 
 
 def detect(head: bytes) -> bool:
     if _VERSION.search(head):
         return True
-    return bool(_STEP.search(head)) and bool(_SOURCE.search(head))
+    return _STEP.search(head) and _SOURCE.search(head)
 
 
 class _Calls:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,20 @@ class Format:
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError(f"{self.name} is read only")
+
+
+class Clue:
+    """A detection pattern and the words one of which every match of it holds.
+    Detection may search a whole large file, where `in` finds a word several
+    times faster than the regex engine searches: the engine runs only on data
+    that holds one of the words, so the answer is the pattern's own."""
+
+    def __init__(self, pattern: bytes, *words: bytes) -> None:
+        self.pattern = re.compile(pattern)
+        self.words = words
+
+    def search(self, data: bytes) -> bool:
+        return any(word in data for word in self.words) and self.pattern.search(data) is not None
 
 
 class FormatAdapter(Protocol):

@@ -41,6 +41,13 @@ def has_long_digits(data: bytes, *, block: int = 1 << 22) -> bool:
     )
 
 
+# For a caller's own loop over many values of a file `has_long_digits` cleared:
+# orjson itself and what it raises. A value it refuses goes through `loads`,
+# which reads it exactly (lone surrogates) or says why it is not JSON.
+orjson_loads = orjson.loads
+OrjsonError = orjson.JSONDecodeError
+
+
 class JSONError(ValueError):
     """Decoding failed; the message says what, `line` says where (1-based)."""
 

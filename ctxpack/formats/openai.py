@@ -57,6 +57,11 @@ class OpenAIContext:
     raw_line: RawLine = b""  # that record's line, in a record file
 
 
+_MISSING = object()
+_CONTENT_TYPES = (str, list)
+_BRACE = ord("{")
+
+
 def json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
@@ -65,12 +70,13 @@ def validate_message(obj: Any) -> str | None:
     """Why obj is not a usable chat message, or None when it is."""
     if not isinstance(obj, dict):
         return f"a message must be an object, not {json_type(obj)}"
-    if "role" not in obj:
-        return "message has no role"
-    if not isinstance(obj["role"], str):
-        return f"role must be a string, not {json_type(obj['role'])}"
+    role = obj.get("role", _MISSING)
+    if not isinstance(role, str):
+        if role is _MISSING:
+            return "message has no role"
+        return f"role must be a string, not {json_type(role)}"
     content = obj.get("content")
-    if content is not None and not isinstance(content, str | list):
+    if content is not None and not isinstance(content, _CONTENT_TYPES):
         return f"content must be a string, a list of parts or null, not {json_type(content)}"
     calls = obj.get("tool_calls")
     if calls is not None:
@@ -145,27 +151,35 @@ class OpenAIFormat(Format, name="openai", writable=True):
         entries: list[RawLine | int] = []
         skipped = 0
         last = len(lines) - 1
+        # The loop runs once a line on files of hundreds of thousands: orjson is
+        # called directly where the file holds no long digit run (a line it
+        # refuses goes through jsoncodec, which reads it exactly or says why),
+        # and a line starting with "{" is not blank.
+        fast, refused, loads = jsoncodec.orjson_loads, jsoncodec.OrjsonError, jsoncodec.loads
+        keep_original = originals.append
         for index, line in enumerate(lines):
-            lineno = index + 1
             # A transcript read for counting only is never written back.
             raw: RawLine = line if keep else b""
-            if is_blank(line):
+            if not line or (line[0] != _BRACE and is_blank(line)):
                 junk.setdefault(len(originals), []).append(raw)
                 entries.append(raw)
                 continue
             try:
-                obj = jsoncodec.loads(line, no_long_digits=plain)
+                try:
+                    obj = fast(line) if plain else loads(line)
+                except refused:
+                    obj = loads(line, no_long_digits=True)
                 if messages_mode is None:
                     messages_mode = explicit is None and isinstance(obj, dict) and "role" in obj
                 if messages_mode:
                     problem = validate_message(obj)
                     if problem:
-                        raise InputError(problem, path=path, line=lineno)
-                    originals.append((obj, raw))
-                else:
-                    key = key or _record_path(obj, explicit, path, lineno)
-                    sessions.append(_record_session(obj, key, path, lineno, raw_line=raw))
-                    entries.append(len(sessions) - 1)
+                        raise InputError(problem, path=path, line=index + 1)
+                    keep_original((obj, raw))
+                    continue
+                key = key or _record_path(obj, explicit, path, index + 1)
+                sessions.append(_record_session(obj, key, path, index + 1, raw_line=raw))
+                entries.append(len(sessions) - 1)
             except (jsoncodec.JSONError, InputError) as exc:
                 if not options.skip_invalid:
                     reason = exc.message if isinstance(exc, InputError) else str(exc)
@@ -175,7 +189,7 @@ class OpenAIFormat(Format, name="openai", writable=True):
                         and not isinstance(exc, InputError)
                     ):
                         reason += " (the last line looks truncated)"
-                    raise InputError(reason, path=path, line=lineno) from None
+                    raise InputError(reason, path=path, line=index + 1) from None
                 skipped += 1
                 junk.setdefault(len(originals), []).append(raw)
                 entries.append(raw)

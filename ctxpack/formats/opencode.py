@@ -15,7 +15,6 @@ the list, and a new summary is a user message with one text part.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +22,7 @@ from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, Format, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import BOM, Clue, Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.openhands import summary_message
 from ctxpack.formats.origins import pairs
 from ctxpack.refs import sha256_hex
@@ -31,8 +30,8 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Session, Transcript
 
-_SESSION = re.compile(rb'"sessionID"\s*:\s*"ses_')
-_PARTS = re.compile(rb'"parts"\s*:\s*\[')
+_SESSION = Clue(rb'"sessionID"\s*:\s*"ses_', b'"sessionID"')
+_PARTS = Clue(rb'"parts"\s*:\s*\[', b'"parts"')
 Doc = dict[str, Any]
 
 
@@ -49,7 +48,7 @@ class OpencodeContext:
 
 
 def detect(head: bytes) -> bool:
-    return head.lstrip()[:1] == b"{" and bool(_SESSION.search(head)) and bool(_PARTS.search(head))
+    return head.lstrip()[:1] == b"{" and _SESSION.search(head) and _PARTS.search(head)
 
 
 def _obj(value: Any) -> Doc:

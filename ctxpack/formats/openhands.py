@@ -15,23 +15,24 @@ Accepted containers: a JSON list of events, and records holding a
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ctxpack import markers
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Format, ReadOptions, split_lines
+from ctxpack.formats.base import BOM, Clue, Format, ReadOptions, split_lines
 from ctxpack.transcript import Message, Session, Transcript
 
-_V0 = re.compile(rb'"source"\s*:\s*"(agent|user|environment)"')
-_V0_KIND = re.compile(rb'"(action|observation)"\s*:\s*"')
-_V1 = re.compile(rb'"kind"\s*:\s*"(SystemPromptEvent|MessageEvent|ActionEvent|ObservationEvent)"')
+_V0 = Clue(rb'"source"\s*:\s*"(agent|user|environment)"', b'"source"')
+_V0_KIND = Clue(rb'"(action|observation)"\s*:\s*"', b'"action"', b'"observation"')
+_V1 = Clue(
+    rb'"kind"\s*:\s*"(SystemPromptEvent|MessageEvent|ActionEvent|ObservationEvent)"', b'"kind"'
+)
 SKIPPED_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "condensation"})
 
 
 def detect(head: bytes) -> bool:
-    return bool(_V1.search(head)) or (bool(_V0.search(head)) and bool(_V0_KIND.search(head)))
+    return _V1.search(head) or (_V0.search(head) and _V0_KIND.search(head))
 
 
 def summary_message(text: str) -> Message:

@@ -15,7 +15,6 @@ layout compaction that stays gets its `firstKeptEntryIndex` recounted.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +24,7 @@ from ctxpack.formats import jsonl
 from ctxpack.formats.base import context_of, layout_of
 from ctxpack.formats.origins import first_new_summary, pairs
 from ctxpack.formats.pi import PiContext, PiLayout
+from ctxpack.refs import sha256_hex
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Transcript
@@ -82,7 +82,7 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
 
 def _fresh(messages: list[Message], stamp: str) -> bytes:
     """A version-3 session file holding the messages alone, one chain."""
-    seed = hashlib.sha256(b"".join(jsonl.dump(msg) for msg in messages)).hexdigest()
+    seed = sha256_hex(b"".join(jsonl.dump(msg) for msg in messages))
     header = {"type": "session", "version": 3, "id": seed[:32], "timestamp": stamp, "cwd": ""}
     lines, parent = [jsonl.dump(header)], None
     for n, msg in enumerate(messages):
@@ -101,7 +101,7 @@ def _summary_entry(msg: Message, version: int, stamp: str) -> Entry:
     if version < 2:
         return entry
     # _relink sets parentId once the entry before it is known.
-    return {"id": hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], "parentId": None, **entry}
+    return {"id": sha256_hex(text.encode("utf-8"))[:8], "parentId": None, **entry}
 
 
 def _relink(

@@ -10,17 +10,19 @@ own keys (agent, message_type, thought, action, is_demo) are carried along.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Format, ReadOptions
+from ctxpack.formats.base import BOM, Clue, Format, ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
 
-_HISTORY = re.compile(rb'"history"\s*:\s*\[\s*\{')
-_MARKS = re.compile(rb'"(message_type|trajectory|environment|replay_config)"\s*:|"agent"\s*:\s*"')
+_HISTORY = Clue(rb'"history"\s*:\s*\[\s*\{', b'"history"')
+_MARKS = Clue(
+    rb'"(message_type|trajectory|environment|replay_config)"\s*:|"agent"\s*:\s*"',
+    *(b'"message_type"', b'"trajectory"', b'"environment"', b'"replay_config"', b'"agent"'),
+)
 
 
 def history_messages(history: list[Any]) -> list[Message]:
@@ -63,7 +65,7 @@ class SWEAgentFormat(Format, name="swe-agent", writable=False):
     """SWE-agent trajectory (.traj history; read only)"""
 
     def detect(self, head: bytes) -> bool:
-        return bool(_HISTORY.search(head)) and bool(_MARKS.search(head))
+        return _HISTORY.search(head) and _MARKS.search(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         try:

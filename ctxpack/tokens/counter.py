@@ -190,6 +190,8 @@ class TokenCounter:
         return self.counts(msg)[0]
 
     def messages(self, msgs: list[Message]) -> int:
+        if self.estimate:
+            return estimated_total(msgs)
         self.prime(msgs)
         counts = self.counts
         return sum(counts(msg)[0] for msg in msgs)
@@ -203,24 +205,45 @@ def _row(kinds: dict[str, int]) -> tuple[int, ...]:
     return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
 
 
-# Per text kind, the zeros before its column and the columns after it, of a
-# message that is only text of that kind.
-_PLAIN = {
-    kind: (_ZEROS[:at], (*_ZEROS[at + 1 : -1], MESSAGE_OVERHEAD))
-    for at, kind in enumerate(KINDS[:-1])
-}
+# Per text kind, the zeros before its column and the columns after it but the
+# overhead, of messages that are only text of that kind.
+_PLAIN = {kind: (_ZEROS[:at], _ZEROS[at + 1 : -1]) for at, kind in enumerate(KINDS[:-1])}
+
+
+def plain_tokens(msg: Message) -> int:
+    """The estimated tokens of a message that is one string of text and
+    nothing else (most are); -1 for any other message."""
+    content = msg.get("content")
+    if type(content) is str and _NOT_PLAIN.isdisjoint(msg):
+        return -(-len(content) // CHARS_PER_TOKEN)
+    return -1
+
+
+def plain_row(role: str, tokens: int, *, messages: int = 1) -> tuple[int, ...]:
+    """The estimate row of `messages` plain messages of `role` holding `tokens`
+    tokens of text in all: their text and each one's overhead."""
+    before, after = _PLAIN[_TEXT_KIND.get(role, "user_text")]
+    overhead = MESSAGE_OVERHEAD * messages
+    return (tokens + overhead, *before, tokens, *after, overhead)
 
 
 def estimated(msg: Message) -> tuple[int, ...]:
     """The estimate row of one message: what `counts` gives, by arithmetic on
     the lengths orjson returned, with no counter state at all."""
-    content = msg.get("content")
-    # Most messages are one string of text: its length is the whole estimate.
-    if type(content) is str and _NOT_PLAIN.isdisjoint(msg):
-        before, after = _PLAIN[_TEXT_KIND.get(m.role(msg), "user_text")]
-        tokens = _estimate(content)
-        return (tokens + MESSAGE_OVERHEAD, *before, tokens, *after)
+    tokens = plain_tokens(msg)
+    if tokens >= 0:
+        return plain_row(m.role(msg), tokens)
     return _row(_kinds(msg, _estimate))
+
+
+def estimated_total(msgs: list[Message]) -> int:
+    """The estimated tokens of msgs: what summing their `estimated` rows gives,
+    with no row made for a plain message."""
+    total = 0
+    for msg in msgs:
+        tokens = plain_tokens(msg)
+        total += tokens + MESSAGE_OVERHEAD if tokens >= 0 else estimated(msg)[0]
+    return total
 
 
 def _kinds(msg: Message, text: Callable[[str], int]) -> dict[str, int]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.tokens.counter import KINDS, TokenCounter
+from ctxpack.tokens.counter import KINDS, TokenCounter, estimated, plain_row, plain_tokens
 from ctxpack.transcript import Message, Transcript
 
 
@@ -39,22 +39,64 @@ class Tally:
 
 
 def tally(messages: list[Message], *, counter: TokenCounter) -> Tally:
-    counter.prime(messages)
-    # Per role, the counts of its messages summed column by column: the adding
-    # up happens in C, not once per message and kind.
-    rows: dict[str, list[tuple[int, ...]]] = {}
-    for msg in messages:
-        rows.setdefault(m.role(msg) or "?", []).append(counter.counts(msg))
+    sums = _estimate_sums(messages) if counter.estimate else _sums(messages, counter)
     result = Tally()
-    for role, counts in rows.items():
-        total, *by_kind = map(sum, zip(*counts, strict=True))
-        result.messages += len(counts)
+    for role, (count, (total, *by_kind)) in sums.items():
+        result.messages += count
         result.tokens += total
-        result.messages_by_role[role] = len(counts)
+        result.messages_by_role[role] = count
         result.tokens_by_role[role] = total
         for kind, value in zip(KINDS, by_kind, strict=True):
             result.tokens_by_kind[kind] += value
     return result
+
+
+# Per role: how many messages, and their counts (the total, then each of
+# KINDS) summed column by column.
+Sums = dict[str, tuple[int, tuple[int, ...]]]
+
+
+def _sums(messages: list[Message], counter: TokenCounter) -> Sums:
+    counter.prime(messages)
+    # The adding up happens in C, not once per message and kind.
+    rows: dict[str, list[tuple[int, ...]]] = {}
+    for msg in messages:
+        rows.setdefault(m.role(msg) or "?", []).append(counter.counts(msg))
+    return {role: (len(counts), _columns(counts)) for role, counts in rows.items()}
+
+
+def _estimate_sums(messages: list[Message]) -> Sums:
+    """The estimate's sums in one pass: most messages are plain text, whose
+    tokens are summed per role and made one row at the end; only the others
+    get a row of their own."""
+    plain: dict[str, list[int]] = {}  # role -> [messages, tokens]
+    rows: dict[str, list[tuple[int, ...]]] = {}
+    order: dict[str, None] = {}  # the roles as they first come, as `_sums` has them
+    role_of, tokens_of = m.role, plain_tokens
+    for msg in messages:
+        role = role_of(msg) or "?"
+        tokens = tokens_of(msg)
+        if tokens >= 0 and (sums := plain.get(role)) is not None:
+            sums[0] += 1
+            sums[1] += tokens
+        elif tokens >= 0:
+            plain[role] = [1, tokens]
+            order[role] = None
+        elif (own := rows.get(role)) is not None:
+            own.append(estimated(msg))
+        else:
+            rows[role] = [estimated(msg)]
+            order[role] = None
+    out: Sums = {}
+    for role in order:
+        counted, (count, tokens) = rows.get(role, []), plain.get(role, (0, 0))
+        together = _columns(counted, plain_row(role, tokens, messages=count))
+        out[role] = (len(counted) + count, together)
+    return out
+
+
+def _columns(rows: list[tuple[int, ...]], *more: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(map(sum, zip(*rows, *more, strict=True)))
 
 
 @dataclass

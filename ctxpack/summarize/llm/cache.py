@@ -7,12 +7,12 @@ temperature), the prompt version and the endpoint. A damaged entry is a miss.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from ctxpack.refs import sha256_hex
 from ctxpack.summarize.llm.prompts import PROMPT_VERSION
 from ctxpack.tokens.encodings import cache_dir
 
@@ -29,7 +29,7 @@ def cache_key(body: dict[str, Any], *, base_url: str, summarizer_context: int) -
         "body": body,
     }
     encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    return sha256_hex(encoded.encode("utf-8"))
 
 
 def load(key: str) -> str | None:
