@@ -10,11 +10,10 @@ cite blobs by `ref_for(data)`, computable without the archive.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +36,7 @@ from ctxpack.archive.db import (
     write_tx,
 )
 from ctxpack.archive.fts import drop_all
+from ctxpack.archive.lookup import COLUMNS, by_output, by_prefix, chunks, compactions
 from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
@@ -45,21 +45,9 @@ from ctxpack.archive.types import (
     compaction_id,
     dump_json,
     join_appended,
-    load_json,
 )
 from ctxpack.errors import UsageError
 from ctxpack.refs import REF_PREFIX, Blob, sha256_hex
-
-_CHUNK = 500  # stays far below SQLite's bound-parameter limit
-_COLUMNS = (
-    "id, created, source_path, input_sha256, input_size, output_sha256, output_size,"
-    " settings, report"
-)
-
-
-def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
 
 
 class Archive:
@@ -180,7 +168,7 @@ class Archive:
 
     def _stored(self, shas: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for chunk in _chunks(shas):
+        for chunk in chunks(shas):
             marks = ",".join("?" * len(chunk))
             rows = self._conn.execute(
                 f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", tuple(chunk)
@@ -269,7 +257,7 @@ class Archive:
 
         def insert(tx: sqlite3.Connection, now: float) -> None:
             tx.execute(
-                f"INSERT INTO compactions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO compactions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET created = excluded.created,"
                 " source_path = excluded.source_path, settings = excluded.settings,"
                 " report = excluded.report",
@@ -295,69 +283,15 @@ class Archive:
         self._store(items, then=insert, base=input_sha)
         return cid
 
-    def _compactions(self, where: str, params: tuple[Any, ...]) -> list[Compaction]:
-        with translate(self.path):
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM compactions {where}", params
-            ).fetchall()
-            out = []
-            for row in rows:
-                shas = self._conn.execute(
-                    "SELECT sha256 FROM compaction_blobs WHERE compaction_id = ? ORDER BY position",
-                    (row[0],),
-                ).fetchall()
-                out.append(
-                    Compaction(
-                        id=row[0],
-                        created=datetime.fromtimestamp(row[1], tz=UTC),
-                        source_path=row[2],
-                        input_sha256=row[3],
-                        input_size=row[4],
-                        output_sha256=row[5],
-                        output_size=row[6],
-                        blobs=tuple(s[0] for s in shas),
-                        settings=load_json(row[7]),
-                        report=load_json(row[8]),
-                    )
-                )
-        return out
-
     def find_by_output(self, output_bytes: bytes) -> Compaction | None:
         """The (latest) compaction that produced exactly these bytes."""
-        found = self._compactions(
-            "WHERE output_sha256 = ? ORDER BY created DESC LIMIT 1", (sha256_hex(output_bytes),)
-        )
-        return found[0] if found else None
+        with translate(self.path):
+            return by_output(self._conn, output_bytes)
 
     def find_prefix(self, data: bytes) -> Compaction | None:
         """The compaction with the longest output that `data` starts with."""
         with translate(self.path):
-            sizes = [
-                int(r[0])
-                for r in self._conn.execute(
-                    "SELECT DISTINCT output_size FROM compactions"
-                    " WHERE output_size > 0 AND output_size <= ? ORDER BY output_size",
-                    (len(data),),
-                )
-            ]
-        # One pass over the data: extend a running hash to each stored size.
-        running = hashlib.sha256()
-        done = 0
-        digests: list[str] = []
-        for size in sizes:
-            running.update(data[done:size])
-            done = size
-            digests.append(running.copy().hexdigest())
-        best: Compaction | None = None
-        for chunk in _chunks(digests):
-            marks = ",".join("?" * len(chunk))
-            for found in self._compactions(
-                f"WHERE output_sha256 IN ({marks}) ORDER BY output_size DESC, created DESC LIMIT 1",
-                tuple(chunk),
-            ):
-                if best is None or found.output_size > best.output_size:
-                    best = found
-        return best
+            return by_prefix(self._conn, data)
 
     def restore(self, data: bytes) -> bytes:
         """The exact original of an unchanged compacted file."""
@@ -396,9 +330,10 @@ class Archive:
 
     def log(self, limit: int | None = 20) -> list[Compaction]:
         """Compactions, newest first."""
-        return self._compactions(
-            "ORDER BY created DESC, id LIMIT ?", (-1 if limit is None else limit,)
-        )
+        with translate(self.path):
+            return compactions(
+                self._conn, "ORDER BY created DESC, id LIMIT ?", (-1 if limit is None else limit,)
+            )
 
     # maintenance
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import queue
 import signal
@@ -96,11 +97,9 @@ def _land_group(
                 store(archive, made.record)
     except CtxpackError as exc:
         return [FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code) for job, _ in group]
-    return [_written(_caught(job, _writer(job, made))) for job, made in group]
-
-
-def _writer(job: FileJob, made: Compacted[CompressReport]) -> Callable[[], Outcome]:
-    return lambda: write_output(job, made)
+    return [
+        _written(_caught(job, functools.partial(write_output, job, made))) for job, made in group
+    ]
 
 
 def _land_arrived(

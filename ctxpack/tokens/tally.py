@@ -69,30 +69,24 @@ def _estimate_sums(messages: list[Message]) -> Sums:
     """The estimate's sums in one pass: most messages are plain text, whose
     tokens are summed per role and made one row at the end; only the others
     get a row of their own."""
-    plain: dict[str, list[int]] = {}  # role -> [messages, tokens]
-    rows: dict[str, list[tuple[int, ...]]] = {}
-    order: dict[str, None] = {}  # the roles as they first come, as `_sums` has them
+    # Per role, in the order roles first come (as `_sums` has them): how many
+    # plain messages and their tokens, and the rows of the others.
+    per_role: dict[str, tuple[list[int], list[tuple[int, ...]]]] = {}
     role_of, tokens_of = m.role, plain_tokens
     for msg in messages:
         role = role_of(msg) or "?"
+        if (entry := per_role.get(role)) is None:
+            entry = per_role[role] = ([0, 0], [])
         tokens = tokens_of(msg)
-        if tokens >= 0 and (sums := plain.get(role)) is not None:
-            sums[0] += 1
-            sums[1] += tokens
-        elif tokens >= 0:
-            plain[role] = [1, tokens]
-            order[role] = None
-        elif (own := rows.get(role)) is not None:
-            own.append(estimated(msg))
+        if tokens >= 0:
+            entry[0][0] += 1
+            entry[0][1] += tokens
         else:
-            rows[role] = [estimated(msg)]
-            order[role] = None
-    out: Sums = {}
-    for role in order:
-        counted, (count, tokens) = rows.get(role, []), plain.get(role, (0, 0))
-        together = _columns(counted, plain_row(role, tokens, messages=count))
-        out[role] = (len(counted) + count, together)
-    return out
+            entry[1].append(estimated(msg))
+    return {
+        role: (count + len(rows), _columns(rows, plain_row(role, tokens, messages=count)))
+        for role, ([count, tokens], rows) in per_role.items()
+    }
 
 
 def _columns(rows: list[tuple[int, ...]], *more: tuple[int, ...]) -> tuple[int, ...]:
