@@ -274,7 +274,7 @@ def find_config_file(explicit: str | None, *, cwd: Path) -> tuple[str | None, di
         values = _load_toml(cwd / "ctxpack.toml", table=())
     else:
         pyproject = cwd / "pyproject.toml"
-        values = _load_toml(pyproject, table=("tool", "ctxpack")) if pyproject.is_file() else {}
+        values = _load_toml(pyproject, table=("tool", "ctxpack")) if _names_us(pyproject) else {}
         if not values:
             return None, {}
         name = f"{pyproject} [tool.ctxpack]"
@@ -282,6 +282,18 @@ def find_config_file(explicit: str | None, *, cwd: Path) -> tuple[str | None, di
     if unknown:
         raise UsageError(f"{name}: unknown setting(s): {', '.join(unknown)}")
     return name, values
+
+
+def _names_us(pyproject: Path) -> bool:
+    """Whether a project's pyproject.toml can hold a [tool.ctxpack] table: a
+    key spells ctxpack in its bytes unless written with escapes. Any other
+    project's file is not parsed, so that a run beside it costs no TOML parse
+    and a file that only the project's own tools read cannot stop ours."""
+    try:
+        raw = pyproject.read_bytes()
+    except OSError:
+        return pyproject.exists()  # there but unreadable: the loader says why
+    return b"ctxpack" in raw or b"\\u" in raw or b"\\U" in raw
 
 
 def _load_toml(path: Path, *, table: tuple[str, ...]) -> dict[str, Any]:

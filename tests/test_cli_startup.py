@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +46,11 @@ def _loaded_after(argv: list[str], prefixes: tuple[str, ...] = ("ctxpack.cli.",)
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print('LOADED', *(m for m in sys.modules if m.startswith({prefixes!r})))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # stderr is a pipe here, and nothing forces a terminal's colours on it.
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     last = done.stdout.splitlines()[-1].split()
     assert last[0] == "LOADED"
     return set(last[1:])
@@ -95,16 +100,17 @@ def test_a_small_input_loads_neither_pydantic_nor_tiktoken(argv: list[str]) -> N
 
 def test_a_small_call_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
     # regex splits only text beyond ASCII and common symbols; hashlib loads
-    # OpenSSL; rich.progress only draws a spinner on a terminal; worker
-    # processes are only started for a batch.
+    # OpenSSL; rich's console and tables draw only on a terminal (a pipe gets
+    # the same lines written plainly); worker processes are only started for
+    # a batch.
     path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
-    unused = ("regex", "hashlib", "_hashlib", "gzip", "importlib.resources", "rich.progress")
+    unused = ("regex", "hashlib", "_hashlib", "gzip", "importlib.resources", "rich.console")
     assert _loaded_after(["count", str(path)], unused) == set()
     compress = ["compress", "--offline", "--force", str(path), "-o", str(tmp_path / "out.jsonl")]
     assert (
         _loaded_after(
             [*compress, "--archive", str(tmp_path / "a.db")],
-            ("rich.progress", "multiprocessing", "concurrent.futures.process"),
+            ("rich.console", "rich.table", "multiprocessing", "concurrent.futures.process"),
         )
         == set()
     )

@@ -85,6 +85,33 @@ def test_pyproject_tool_table(tmp_path: Path) -> None:
     assert "[tool.ctxpack]" in (resolved.config_file or "")
 
 
+@pytest.mark.parametrize(
+    ("text", "context_length"),
+    [
+        # A table spelled with escapes is still ours.
+        ('[tool."\\u0063txpack"]\ncontext_length = 32000\n', 32_000),
+        ("[tool]\nctxpack = { context_length = 48000 }\n", 48_000),
+        # Another project's file, even one no TOML parser accepts, is not read as ours.
+        ("[project]\nname = 'x'\n[tool.black]\nline-length = 99\n", 200_000),
+        ("[project\nname = = broken\n", 200_000),
+    ],
+)
+def test_pyproject_is_ours_only_when_it_names_us(
+    tmp_path: Path, text: str, context_length: int
+) -> None:
+    _write(tmp_path / "pyproject.toml", text)
+    resolved = _config(tmp_path)
+    assert resolved["context_length"] == context_length
+    assert (resolved.config_file is not None) == (context_length != 200_000)
+
+
+def test_broken_pyproject_that_names_us_is_an_error(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", "[tool.ctxpack\ncontext_length = 1\n")
+    result = _invoke(tmp_path, "config", "--json")
+    assert result.exit_code == 2
+    assert "cannot read config" in result.output
+
+
 def test_explicit_config_file_wins_over_cwd(tmp_path: Path) -> None:
     _write(tmp_path / "ctxpack.toml", "threshold = 0.6\n")
     other = _write(tmp_path / "other.toml", "threshold = 0.9\n")

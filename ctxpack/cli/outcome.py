@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def working(model: str | None) -> Iterator[None]:
     """A spinner with elapsed time while an LLM call may be running (terminals only)."""
+    if model is None:
+        yield
+        return
     from ctxpack.cli.render import console
 
-    if model is None or not console.is_terminal:
+    if not console.is_terminal:
         yield
         return
     # Imported only for a spinner: rich.progress costs a small call a few percent.

@@ -1,34 +1,77 @@
-"""Everything people read: rich tables and messages, on stderr only."""
+"""Everything people read: tables and messages, on stderr only. On a
+terminal rich draws them; elsewhere the same lines are written plainly
+(cli.grid), and rich is loaded only for what needs it."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
+from ctxpack.cli.grid import Grid, plain_text, plain_width
 from ctxpack.tokens.counter import KINDS
 from ctxpack.tokens.tally import CountReport, Tally
 
-# emoji off: a path or tool name like `x:warning:y` is printed as written.
-console = Console(stderr=True, highlight=False, emoji=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 MAX_SESSION_ROWS = 20
 MAX_NOTES = 5
 
+_console: Console | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # `console`, rich's one Console on stderr, is made when first asked for.
+    if name == "console":
+        return _rich()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _rich() -> Console:
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        # emoji off: a path or tool name like `x:warning:y` is printed as written.
+        _console = Console(stderr=True, highlight=False, emoji=False)
+    return _console
+
 
 # Messages never wrap: a path or `file:line:` stays whole for people and for grep.
 def error(text: str) -> None:
-    console.print(f"[bold red]error:[/] {_escape(text)}", soft_wrap=True)
+    _line(text, label=("error:", "bold red"))
 
 
 def warn(text: str) -> None:
-    console.print(f"[yellow]warning:[/] {_escape(text)}", soft_wrap=True)
+    _line(text, label=("warning:", "yellow"))
 
 
 def note(text: str) -> None:
-    console.print(_escape(text), style="dim", soft_wrap=True)
+    _line(text, style="dim")
+
+
+def _line(text: str, *, style: str = "", label: tuple[str, str] | None = None) -> None:
+    """One message line, whole: `label` (its words, its style) before it."""
+    if plain_text(text) and plain_width(sys.stderr) is not None:
+        sys.stderr.write(f"{label[0]} {text}\n" if label else f"{text}\n")
+        sys.stderr.flush()
+        return
+    from rich.text import Text
+
+    shown = Text.assemble(label, " ", text) if label else Text(text)
+    _rich().print(shown, style=style or None, soft_wrap=True)
+
+
+def show(grid: Grid) -> None:
+    """A table: its plain lines where rich would write no styles, else rich's."""
+    width = plain_width(sys.stderr)
+    lines = grid.plain(width) if width is not None else None
+    if lines is None:
+        _rich().print(grid.to_rich())
+        return
+    sys.stderr.write(lines)
+    sys.stderr.flush()
 
 
 def _escape(text: str) -> str:
@@ -39,8 +82,8 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def tally_tables(tally: Tally) -> list[Table]:
-    roles = Table(show_edge=False)
+def tally_tables(tally: Tally) -> list[Grid]:
+    roles = Grid()
     roles.add_column("role")
     roles.add_column("messages", justify="right")
     roles.add_column("tokens", justify="right")
@@ -51,9 +94,9 @@ def tally_tables(tally: Tally) -> list[Table]:
             role, f"{tally.messages_by_role[role]:,}", f"{tokens:,}", _pct(tokens, tally.tokens)
         )
     roles.add_section()
-    roles.add_row("total", f"{tally.messages:,}", f"{tally.tokens:,}", "100%", style="bold")
+    roles.add_row("total", f"{tally.messages:,}", f"{tally.tokens:,}", "100%", bold=True)
 
-    kinds = Table(show_edge=False)
+    kinds = Grid()
     kinds.add_column("kind")
     kinds.add_column("tokens", justify="right")
     kinds.add_column("share", justify="right")
@@ -69,22 +112,24 @@ def count_report(reports: list[CountReport]) -> None:
         header = f"{report.path} — {report.format}, {len(report.sessions)} session(s), {mode}"
         if report.skipped_lines:
             header += f", {report.skipped_lines} invalid line(s) skipped"
-        console.print(_escape(header), style="bold", soft_wrap=True)
+        _line(header, style="bold")
         if len(report.sessions) > 1:
-            console.print(_sessions_table(report))
+            show(_sessions_table(report))
         for table in tally_tables(report.total):
-            console.print(table)
+            show(table)
     if len(reports) > 1:
         grand = Tally()
         for report in reports:
             grand.merge(report.total)
-        console.print(f"all {len(reports)} files", style="bold")
+        _line(f"all {len(reports)} files", style="bold")
         for table in tally_tables(grand):
-            console.print(table)
+            show(table)
 
 
 def breakpoint_table(path: str, sessions: list[tuple[str, list[Any]]]) -> None:
     """Where a Claude request's cache breakpoints fall, session by session."""
+    from rich.table import Table
+
     table = Table(
         show_edge=False, title=f"{_escape(path)}: cache breakpoints", title_justify="left"
     )
@@ -99,11 +144,11 @@ def breakpoint_table(path: str, sessions: list[tuple[str, list[Any]]]) -> None:
     hidden = len(sessions) - MAX_SESSION_ROWS
     if hidden > 0:
         table.add_row(f"… {hidden} more (see --json)", "", "", "", style="dim")
-    console.print(table)
+    _rich().print(table)
 
 
-def _sessions_table(report: CountReport) -> Table:
-    table = Table(show_edge=False)
+def _sessions_table(report: CountReport) -> Grid:
+    table = Grid()
     table.add_column("session")
     table.add_column("messages", justify="right")
     table.add_column("tokens", justify="right")
@@ -111,17 +156,17 @@ def _sessions_table(report: CountReport) -> Table:
         table.add_row(label, f"{t.messages:,}", f"{t.tokens:,}")
     hidden = len(report.sessions) - MAX_SESSION_ROWS
     if hidden > 0:
-        table.add_row(f"… {hidden} more (see --json)", "", "", style="dim")
+        table.add_row(f"… {hidden} more (see --json)", "", "")
     return table
 
 
-def key_values(title: str, rows: list[tuple[str, Any]]) -> None:
-    table = Table(title=title, title_justify="left", show_header=False, show_edge=False)
-    table.add_column("key", style="bold")
+def key_values(rows: list[tuple[str, Any]]) -> None:
+    table = Grid(show_header=False)
+    table.add_column("key", bold=True)
     table.add_column("value")
     for key, value in rows:
-        table.add_row(key, _escape(str(value)))
-    console.print(table)
+        table.add_row(key, str(value))
+    show(table)
 
 
 def compress_report(report: Any) -> None:
@@ -133,7 +178,7 @@ def compress_report(report: Any) -> None:
     )
     if report.skipped_lines:
         header += f"; {report.skipped_lines} invalid line(s) skipped and kept as they were"
-    console.print(_escape(header), style="bold", soft_wrap=True)
+    _line(header, style="bold")
     notes: dict[str, int] = {}
     for s in report.sessions:
         for text in s.notes:
@@ -148,7 +193,7 @@ def compress_report(report: Any) -> None:
             note(f"written to {report.output}")
         _warnings(report.sessions)
         return
-    table = Table(show_edge=False)
+    table = Grid()
     table.add_column("")
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
@@ -173,9 +218,9 @@ def compress_report(report: Any) -> None:
         f"{before.tokens:,}",
         f"{after.tokens:,}",
         _change(after.tokens, before.tokens),
-        style="bold",
+        bold=True,
     )
-    console.print(table)
+    show(table)
 
     sessions = report.sessions
     facts = [
@@ -213,7 +258,7 @@ def compress_report(report: Any) -> None:
     )
     if report.output:
         facts.append(("written to", report.output))
-    key_values("", facts)
+    key_values(facts)
     _warnings(sessions)
 
 
@@ -229,6 +274,9 @@ def _fit_facts(plan: Any) -> list[tuple[str, str]]:
 
 def fit_plan(plan: Any) -> None:
     """The --fit plan for people, on stderr: one row per message and the record."""
+    from rich.table import Table
+
+    console = _rich()
     table = Table(show_edge=False)
     for header in ("session", "#", "role", "region", "action", "before", "after", "reason"):
         table.add_column(header, justify="right" if header in ("#", "before", "after") else "left")
@@ -312,6 +360,10 @@ def shorten_middle(text: str, width: int) -> str:
 
 
 def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _rich()
     table = Table(show_edge=False, title="batch", title_justify="left")
     # One line per file: a name too long for the terminal loses its middle.
     name_width = max(console.width - BATCH_COLUMNS, 20)
@@ -332,7 +384,7 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     ]
     tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
     total = (f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "")
-    if cells and _fits_unwrapped(table, [*cells, total]):
+    if cells and _fits_unwrapped(table, [*cells, total], width=console.width):
         # Rich lays out every cell on its own, which costs more than the whole
         # batch's landing: where no cell wraps, one row of multi-line cells
         # prints the same lines.
@@ -345,7 +397,7 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     console.print(table)
 
 
-def _fits_unwrapped(table: Table, rows: list[tuple[str, ...]]) -> bool:
+def _fits_unwrapped(table: Table, rows: list[tuple[str, ...]], *, width: int) -> bool:
     """Whether the table's columns all fit the console at their widest (padding
     and the rule between columns included), so that no cell wraps, and each
     cell is one line."""
@@ -357,19 +409,20 @@ def _fits_unwrapped(table: Table, rows: list[tuple[str, ...]]) -> bool:
         max(cell_len(str(column.header)), *(cell_len(row[i]) for row in rows))
         for i, column in enumerate(table.columns)
     ]
-    return sum(widths) + 3 * len(widths) - 1 <= console.width
+    return sum(widths) + 3 * len(widths) - 1 <= width
 
 
 def listing(headers: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
     """A listing is data, so it goes to stdout: a table on a terminal; piped, plain
     columns (no box, no colour) that grep, cut and awk read. The title goes to stderr."""
-    import sys
-
     from ctxpack import files
 
     if title is not None:
         note(title)
     if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table(show_edge=False)
         for header in headers:
             table.add_column(header)

@@ -8,7 +8,6 @@ exact. NaN and Infinity are not JSON and are refused on both paths.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from types import FrameType
@@ -73,6 +72,9 @@ def loads(data: bytes | memoryview, *, no_long_digits: bool = False) -> Any:
             data = bytes(data)
             if b"\\u" not in data:
                 raise _orjson_error(exc, data) from None
+    # The standard library's parser loads only for the documents that need it.
+    import json
+
     data = bytes(data)
     try:
         text = data.decode("utf-8")
@@ -118,6 +120,8 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
     except TypeError:
         # Big integers, lone surrogates or deep nesting: the stdlib keeps them
         # exact (ASCII escapes).
+        import json
+
         with _recursion_room(_WRITE_DEPTH):
             return json.dumps(
                 value,
