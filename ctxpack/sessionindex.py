@@ -9,6 +9,8 @@ which reads it instead."""
 
 from __future__ import annotations
 
+import itertools
+
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactMemo
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, pair
@@ -26,9 +28,10 @@ class SessionIndex:
         # preserved facts and by the retention check.
         self.facts = FactMemo()
         self._pairing: Pairing | None = None
-        # Other lists paired through the index (the pruned session), with the
-        # place of each of their messages, so that a stretch of one is found.
-        self._versions: list[tuple[list[Message], Pairing, dict[int, int]]] = []
+        # Other lists paired through the index (the pruned session, the
+        # middle), each with the place of each of its messages once a lookup
+        # needs them, so that a stretch or a selection of one is found.
+        self._versions: list[_Version] = []
         # A re-run test, a re-read file: the same call is described once.
         self._described: dict[tuple[str, str], CallInfo] = {}
 
@@ -43,18 +46,30 @@ class SessionIndex:
         """toolpairs.pair(messages), read off a pairing already made when
         `messages` is the session, a version of it whose replaced messages pair
         the same way (pruning: an output's text replaced, a call's arguments
-        shrunk; every role, result id and call id kept), or a stretch of
-        either (the middle, the tail)."""
-        for known, pairing, _ in self._versions:
-            if messages is known:
-                return pairing
-        for known, pairing, places in self._versions:
+        shrunk; every role, result id and call id kept), a stretch of either
+        (the middle, the tail), or a selection that leaves out only messages
+        no pairing turns on (a record taken out of the middle)."""
+        for version in self._versions:
+            if messages is version.messages:
+                return version.pairing
+        for version in self._versions:
+            places = version.places()
             start = places.get(id(messages[0]), -1) if messages else -1
             stop = start + len(messages)
-            if start >= 0 and stop <= len(known) and _same_run(known, start, messages):
-                return pairing.within(start, stop)
-        pairing = self._version(messages)
-        self._versions.append((messages, pairing, {id(msg): i for i, msg in enumerate(messages)}))
+            if (
+                start >= 0
+                and stop <= len(version.messages)
+                and _same_run(version.messages, start, messages)
+            ):
+                return version.pairing.within(start, stop)
+        for version in self._versions:
+            kept = _selection(version, messages)
+            if kept is not None:
+                return self._add(messages, version.pairing.selected(kept))
+        return self._add(messages, self._version(messages))
+
+    def _add(self, messages: list[Message], pairing: Pairing) -> Pairing:
+        self._versions.append(_Version(messages, pairing))
         return pairing
 
     def _version(self, messages: list[Message]) -> Pairing:
@@ -97,6 +112,50 @@ class SessionIndex:
         if info is None:
             info = self._described[key] = describe(*key)
         return info
+
+
+class _Version:
+    """A list paired through the index, and where each of its messages is."""
+
+    __slots__ = ("_places", "messages", "pairing")
+
+    def __init__(self, messages: list[Message], pairing: Pairing) -> None:
+        self.messages, self.pairing = messages, pairing
+        self._places: dict[int, int] | None = None
+
+    def places(self) -> dict[int, int]:
+        # By id: every message of the list is alive while it is, so an id is
+        # that very message.
+        if self._places is None:
+            self._places = {id(msg): i for i, msg in enumerate(self.messages)}
+        return self._places
+
+
+def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
+    """The places in `version` of `messages` when they are some of its
+    messages, in its order, and every one left out is pairing-neutral: no
+    result, no call, and not followed by a kept result (which would then
+    follow another message and could pair with its calls); else None."""
+    known = version.messages
+    if not messages or len(messages) >= len(known):
+        return None
+    places = version.places()
+    kept = [places.get(id(msg), -1) for msg in messages]
+    if kept[0] < 0 or any(b <= a for a, b in itertools.pairwise(kept)):
+        return None
+    gaps = [(-1, kept[0]), *((a, b) for a, b in itertools.pairwise(kept) if b - a > 1)]
+    gaps.append((kept[-1], len(known)))
+    for before, after in gaps:
+        if after - before > 1 and after < len(known) and m.is_tool_result(known[after]):
+            return None
+        for msg in known[before + 1 : after]:
+            if (
+                m.is_tool_result(msg)
+                or m.tool_calls(msg)
+                or m.legacy_function_call(msg) is not None
+            ):
+                return None
+    return kept
 
 
 def _same_run(known: list[Message], start: int, messages: list[Message]) -> bool:

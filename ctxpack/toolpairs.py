@@ -125,6 +125,22 @@ class Pairing:
         orphan_results.sort()
         return Pairing(links=links, calls=calls, answered=answered, orphan_results=orphan_results)
 
+    def selected(self, places: list[int]) -> Pairing:
+        """pair() of the messages at `places` (increasing) of the list this
+        pairs, when every message left out is neither a result nor a call
+        and no kept result directly follows one: each result then answers
+        the same call as before, at its new place."""
+        new = {old: i for i, old in enumerate(places)}
+        moved: dict[ToolUse, ToolUse] = {}
+        for use in self.calls:
+            moved[use] = ToolUse(new[use.index], use.call_id, use.name, use.arguments, use.slot)
+        return Pairing(
+            links={new[r]: moved[use] for r, use in self.links.items()},
+            calls=list(moved.values()),
+            answered={new[i]: set(slots) for i, slots in self.answered.items()},
+            orphan_results=[new[r] for r in self.orphan_results],
+        )
+
 
 def pair(messages: list[Message]) -> Pairing:
     calls: list[ToolUse] = []

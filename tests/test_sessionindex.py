@@ -110,6 +110,46 @@ def test_a_pruned_version_and_its_stretches_pair_as_if_paired_anew(
     assert index.pairing_of(messages[start:end]) == pair(messages[start:end])
 
 
+@settings(max_examples=400, deadline=None)
+@given(tool_traffic(), st.data())
+def test_a_selection_pairs_as_if_paired_anew(messages: list[Message], data: st.DataObject) -> None:
+    """Messages left out of a version (a record taken out of the middle): the
+    index derives the pairing when nothing left out could change it, and
+    pairs anew otherwise; either way the answer is pair()'s."""
+    # Mostly plain turns (what a record is), sometimes anything.
+    plain = [i for i, msg in enumerate(messages) if msg.get("content") in ("go on", "done")]
+    anywhere = st.integers(0, max(len(messages) - 1, 0))
+    pick = st.sampled_from(plain) | anywhere if plain else anywhere
+    dropped = data.draw(st.sets(pick, max_size=5))
+    selection = [msg for i, msg in enumerate(messages) if i not in dropped]
+    index = SessionIndex(messages)
+    index.pairing_of(messages)  # the version the selection is read off
+    assert index.pairing_of(selection) == pair(selection)
+
+
+def test_a_record_left_out_is_read_off_the_pairing(monkeypatch: pytest.MonkeyPatch) -> None:
+    call = {"id": "", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+    record: Message = {"role": "user", "content": "[ctxpack summary]"}
+    messages: list[Message] = [
+        {"role": "user", "content": "go"},
+        record,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "content": "ok"},
+    ]
+    index = SessionIndex(messages)
+    index.pairing_of(messages)
+    monkeypatch.setattr("ctxpack.sessionindex.pair", lambda _: pytest.fail("paired anew"))
+    without = [msg for msg in messages if msg is not record]
+    assert index.pairing_of(without).links == {2: pair(without).links[2]}
+    # Left out right before an id-less result, a message could change what it answers.
+    before_result = [messages[0], messages[2], record]
+    mixed = [*before_result, {"role": "tool", "content": "late"}]
+    monkeypatch.undo()
+    index = SessionIndex(mixed)
+    index.pairing_of(mixed)
+    assert index.pairing_of([mixed[0], mixed[1], mixed[3]]) == pair([mixed[0], mixed[1], mixed[3]])
+
+
 def test_a_list_that_pairs_otherwise_is_paired_anew() -> None:
     call = {"id": "a", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
     messages: list[Message] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,19 +36,23 @@ def replaced_texts(
                 continue
             if index is None or index.messages is not before.messages:
                 index = SessionIndex(before.messages)
-            where = Origin(kind=MESSAGE, session=number, session_label=before.label, message=at)
-            blobs.append((text.encode("utf-8", "surrogatepass"), _origin(msg, index, at, where)))
+            origin = _origin(msg, index, number=number, label=before.label, at=at)
+            blobs.append((text.encode("utf-8", "surrogatepass"), origin))
     return blobs
 
 
-def _origin(msg: Message, index: SessionIndex, at: int, where: Origin) -> Origin:
-    """`where` (the message's place) with its role and, for a tool result, its call."""
+def _origin(msg: Message, index: SessionIndex, *, number: int, label: str, at: int) -> Origin:
+    """Where the message was, its role and, for a tool result, its call."""
     if not m.is_tool_result(msg):
-        return replace(where, role=m.role(msg))
+        return Origin(
+            kind=MESSAGE, session=number, session_label=label, message=at, role=m.role(msg)
+        )
     call = index.call_info(at)
-    return replace(
-        where,
+    return Origin(
         kind=TOOL_OUTPUT,
+        session=number,
+        session_label=label,
+        message=at,
         role=m.role(msg),
         tool=call.name,
         call=call.label,
