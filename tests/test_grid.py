@@ -25,21 +25,28 @@ from tests.conftest import FIXTURES
 WORDS = st.sampled_from(
     ["a", "ab", "tokens", "12,345", "→", "✓", "é", "中文", "[bold]", "\\", "C:\\[x]", "x" * 30]
 )
-TEXT = st.lists(st.tuples(WORDS, st.sampled_from(["", " ", "  ", ", "])), max_size=12).map(
+SEPARATORS = st.sampled_from(["", " ", "  ", ", ", "\n"])
+TEXT = st.lists(st.tuples(WORDS, SEPARATORS), max_size=12).map(
     lambda parts: "".join(w + sep for w, sep in parts)
 )
+CELL = TEXT | st.lists(st.tuples(TEXT, st.sampled_from(["", "dim", "bold red"])), max_size=3)
 
 
 @st.composite
 def grids(draw: st.DrawFn) -> Grid:
-    table = Grid(show_header=draw(st.booleans()))
+    table = Grid(show_header=draw(st.booleans()), title=draw(st.just("") | TEXT))
     count = draw(st.integers(1, 6))
     for _ in range(count):
         table.add_column(
-            draw(TEXT), justify=draw(st.sampled_from(["left", "right"])), bold=draw(st.booleans())
+            draw(TEXT).replace("\n", " "),
+            justify=draw(st.sampled_from(["left", "right"])),
+            bold=draw(st.booleans()),
+            no_wrap=draw(st.booleans()),
+            max_width=draw(st.sampled_from([None, None, 4, 12, 40])),
         )
     for _ in range(draw(st.integers(0, 6))):
-        table.add_row(*(draw(TEXT) for _ in range(count)), bold=draw(st.booleans()))
+        cells = [draw(CELL) for _ in range(count)]
+        table.add_row(*cells, bold=draw(st.booleans()), dim=draw(st.booleans()))
         if draw(st.booleans()):
             table.add_section()
     return table
@@ -54,12 +61,31 @@ def rich_lines(renderable: Any, width: int, **options: Any) -> str:
     return out.getvalue()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(table=grids(), width=st.sampled_from([8, 16, 24, 40, 61, 80, 120, 200]))
 def test_plain_lines_are_rich_lines(table: Grid, width: int) -> None:
     plain = table.plain(width)
     if plain is not None:
         assert plain == rich_lines(table.to_rich(), width)
+
+
+@settings(max_examples=200, deadline=None)
+@given(table=grids(), width=st.sampled_from([40, 80, 200]))
+def test_rows_laid_out_together_read_as_rows_laid_out_alone(table: Grid, width: int) -> None:
+    # On a terminal a long listing goes to rich as one row of multi-line cells.
+    assert rich_lines(table.to_rich(width), width) == rich_lines(table.to_rich(), width)
+
+
+def test_a_long_listing_goes_to_rich_as_one_row() -> None:
+    table = Grid(title="batch")
+    table.add_column("file", no_wrap=True)
+    table.add_column("tokens", justify="right")
+    for number in range(500):
+        table.add_row(f"s{number:03d}.jsonl", f"{number * 1000:,}", dim=number == 499)
+    table.add_section()
+    table.add_row("500 file(s)", "124,750,000", bold=True)
+    assert len(table.to_rich(80).rows) == 3
+    assert rich_lines(table.to_rich(80), 80) == table.plain(80)
 
 
 def test_wide_tables_wrap_and_narrow_ones_fall_back_to_rich() -> None:
@@ -80,7 +106,9 @@ def test_wide_tables_wrap_and_narrow_ones_fall_back_to_rich() -> None:
     assert table.plain(6) is None
 
 
-@pytest.mark.parametrize("text", ["tab\there", "cr\rlf", "two\nlines", "bell\x07", "esc\x1b[1m"])
+@pytest.mark.parametrize(
+    "text", ["tab\there", "cr\rlf", "bell\x07", "esc\x1b[1m", "line\u2028separator"]
+)
 def test_text_rich_would_transform_goes_to_rich(text: str) -> None:
     table = Grid()
     table.add_column("a")

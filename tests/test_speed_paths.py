@@ -188,3 +188,53 @@ def test_compress_counted_on_several_cores_writes_the_same_bytes(
     assert runs[1][0] == runs[3][0] != source.read_bytes()
     assert runs[1][1] == runs[3][1]
     assert runs[1][2] == 0 and runs[3][2] >= 4
+
+
+def test_in_child_runs_beside_the_body_and_falls_back_to_the_parent() -> None:
+    parent = os.getpid()
+    found: list[Any] = []
+    with forked.in_child(os.getpid, done=found.append):
+        pass
+    assert found and found[0] != parent
+
+    def parent_only() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only the parent may compute")
+        return 7
+
+    with forked.in_child(parent_only, done=found.append):
+        pass
+    assert found[-1] == 7
+    with pytest.raises(KeyError), forked.in_child(os.getpid, done=found.append):
+        raise KeyError("the body failed")
+    assert len(found) == 2
+
+
+@pytest.mark.parametrize("gate", [None, {"overall": 1.0}])
+def test_the_retention_check_in_a_child_gives_what_it_gives_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gate: dict[str, float] | None
+) -> None:
+    from ctxpack.errors import RetentionError
+    from ctxpack.pipeline import stages
+    from ctxpack.pipeline.compaction import CompressSettings
+    from ctxpack.pipeline.run import FileJob, run_file
+
+    source = _tau_jsonl(tmp_path)
+    stage = stages.Compress(CompressSettings(force=True), min_retention=gate)
+    done: dict[str, Any] = {}
+    for where, minimum in (("child", 0), ("here", 10**9)):
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+        out = tmp_path / f"{where}.jsonl"
+        job = FileJob(source=str(source), output=str(out), archive_path=str(tmp_path / "a.db"))
+        try:
+            report = run_file(job, stage=stage).report
+        except RetentionError as exc:
+            done[where] = exc.describe()
+            assert not out.exists()
+            continue
+        assert report is not None
+        retention = report.sessions[0].retention
+        assert retention is not None and retention["found"]["overall"] > 0
+        done[where] = (out.read_bytes(), report.to_dict() | {"output": None})
+    assert done["child"] == done["here"]
+    assert isinstance(done["here"], str) == (gate is not None)

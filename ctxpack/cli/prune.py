@@ -115,16 +115,13 @@ def plan_json(
 
 
 def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from ctxpack.cli.render import console
+    from ctxpack.cli.grid import Cell, Grid
+    from ctxpack.cli.render import layout_width, message, show
 
     many = len(results) > 1
     # Narrow terminals get the reason under the tool, so no column is squeezed to nothing.
-    wide = console.width >= WIDE_COLUMNS
-    table = Table(show_edge=False, title=f"prune plan — {escape(transcript.path)}")
-    table.title_justify = "left"
+    wide = layout_width() >= WIDE_COLUMNS
+    table = Grid(title=f"prune plan — {transcript.path}")
     if many:
         table.add_column("session", no_wrap=True)
     table.add_column("#", justify="right", no_wrap=True)
@@ -141,22 +138,25 @@ def render_plan(transcript: Transcript, results: list[PruneResult]) -> None:
                 hidden += 1
                 continue
             shown += 1
-            tool, reason = escape(row.tool), escape(row.reason)
-            what = [tool, reason] if wide else [f"{tool}\n[dim]{reason}[/]"]
+            what: list[Cell] = (
+                [row.tool, row.reason]
+                if wide
+                else [[(row.tool, ""), ("\n", ""), (row.reason, "dim")]]
+            )
             cells = [str(row.index), row.role, row.action, *what]
             cells.append(f"{row.tokens_before:,} → {row.tokens_after:,}")
-            table.add_row(*([escape(session.label or "-")] if many else []), *cells)
+            table.add_row(*([session.label or "-"] if many else []), *cells)
     if shown:
-        console.print(table)
+        show(table)
     if hidden:
-        console.print(f"… {hidden:,} more rows (see --json)", style="dim")
+        message(f"… {hidden:,} more rows (see --json)", style="dim", wrap=True)
     for session, result in zip(transcript.sessions, results, strict=True):
         if result.rows and not result.applied:
             label = f"{session.label}: " if many else ""
-            console.print(escape(f"{label}{result.note}"), style="yellow")
-    console.print(escape("plan: " + _totals_text(results)), style="bold", soft_wrap=True)
+            message(f"{label}{result.note}", style="yellow", wrap=True)
+    message("plan: " + _totals_text(results), style="bold")
     for reason in _why_unchanged(results):
-        console.print(escape(reason), style="yellow", soft_wrap=True)
+        message(reason, style="yellow")
 
 
 def summary_line(transcript: Transcript, results: list[PruneResult], target: str) -> None:

@@ -13,7 +13,6 @@ from ctxpack.tokens.tally import CountReport, Tally
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
 MAX_SESSION_ROWS = 20
 MAX_NOTES = 5
@@ -40,27 +39,43 @@ def _rich() -> Console:
 
 # Messages never wrap: a path or `file:line:` stays whole for people and for grep.
 def error(text: str) -> None:
-    _line(text, label=("error:", "bold red"))
+    message(text, label=("error:", "bold red"))
 
 
 def warn(text: str) -> None:
-    _line(text, label=("warning:", "yellow"))
+    message(text, label=("warning:", "yellow"))
 
 
 def note(text: str) -> None:
-    _line(text, style="dim")
+    message(text, style="dim")
 
 
-def _line(text: str, *, style: str = "", label: tuple[str, str] | None = None) -> None:
-    """One message line, whole: `label` (its words, its style) before it."""
-    if plain_text(text) and plain_width(sys.stderr) is not None:
-        sys.stderr.write(f"{label[0]} {text}\n" if label else f"{text}\n")
+def message(
+    text: str, *, style: str = "", label: tuple[str, str] | None = None, wrap: bool = False
+) -> None:
+    """One message, `label` (its words, its style) before it; whole on one
+    line, or with `wrap` folded at the width as rich folds it."""
+    shown = f"{label[0]} {text}" if label else text
+    width = plain_width(sys.stderr)
+    if width is not None and plain_text(shown) and (not wrap or _fits(shown, width)):
+        sys.stderr.write(shown + "\n")
         sys.stderr.flush()
         return
     from rich.text import Text
 
-    shown = Text.assemble(label, " ", text) if label else Text(text)
-    _rich().print(shown, style=style or None, soft_wrap=True)
+    styled = Text.assemble(label, " ", text) if label else Text(text)
+    _rich().print(styled, style=style or None, soft_wrap=not wrap)
+
+
+def _fits(text: str, width: int) -> bool:
+    from rich.cells import cell_len
+
+    return cell_len(text) <= width
+
+
+def layout_width() -> int:
+    """The width tables are laid out at: rich's console's, or the plain one."""
+    return plain_width(sys.stderr) or _rich().width
 
 
 def show(grid: Grid) -> None:
@@ -68,7 +83,8 @@ def show(grid: Grid) -> None:
     width = plain_width(sys.stderr)
     lines = grid.plain(width) if width is not None else None
     if lines is None:
-        _rich().print(grid.to_rich())
+        console = _rich()
+        console.print(grid.to_rich(console.width))
         return
     sys.stderr.write(lines)
     sys.stderr.flush()
@@ -112,7 +128,7 @@ def count_report(reports: list[CountReport]) -> None:
         header = f"{report.path} — {report.format}, {len(report.sessions)} session(s), {mode}"
         if report.skipped_lines:
             header += f", {report.skipped_lines} invalid line(s) skipped"
-        _line(header, style="bold")
+        message(header, style="bold")
         if len(report.sessions) > 1:
             show(_sessions_table(report))
         for table in tally_tables(report.total):
@@ -121,7 +137,7 @@ def count_report(reports: list[CountReport]) -> None:
         grand = Tally()
         for report in reports:
             grand.merge(report.total)
-        _line(f"all {len(reports)} files", style="bold")
+        message(f"all {len(reports)} files", style="bold")
         for table in tally_tables(grand):
             show(table)
 
@@ -178,7 +194,7 @@ def compress_report(report: Any) -> None:
     )
     if report.skipped_lines:
         header += f"; {report.skipped_lines} invalid line(s) skipped and kept as they were"
-    _line(header, style="bold")
+    message(header, style="bold")
     notes: dict[str, int] = {}
     for s in report.sessions:
         for text in s.notes:
@@ -360,56 +376,23 @@ def shorten_middle(text: str, width: int) -> str:
 
 
 def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    console = _rich()
-    table = Table(show_edge=False, title="batch", title_justify="left")
+    table = Grid(title="batch")
     # One line per file: a name too long for the terminal loses its middle.
-    name_width = max(console.width - BATCH_COLUMNS, 20)
+    name_width = max(layout_width() - BATCH_COLUMNS, 20)
     table.add_column("file", no_wrap=True)
     table.add_column("before", justify="right")
     table.add_column("after", justify="right")
     table.add_column("ratio", justify="right")
     table.add_column("status")
-    cells = [
-        (
-            shorten_middle(name, name_width),
-            f"{before:,}",
-            f"{after:,}",
-            f"{after / before:.1%}" if before else "-",
-            status,
-        )
-        for name, before, after, status in rows
-    ]
+    for name, before, after, status in rows:
+        ratio = f"{after / before:.1%}" if before else "-"
+        table.add_row(shorten_middle(name, name_width), f"{before:,}", f"{after:,}", ratio, status)
     tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
-    total = (f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "")
-    if cells and _fits_unwrapped(table, [*cells, total], width=console.width):
-        # Rich lays out every cell on its own, which costs more than the whole
-        # batch's landing: where no cell wraps, one row of multi-line cells
-        # prints the same lines.
-        table.add_row(*(Text("\n".join(column)) for column in zip(*cells, strict=True)))
-    else:
-        for row in cells:
-            table.add_row(*(Text(cell) for cell in row))
     table.add_section()
-    table.add_row(*total, style="bold")
-    console.print(table)
-
-
-def _fits_unwrapped(table: Table, rows: list[tuple[str, ...]], *, width: int) -> bool:
-    """Whether the table's columns all fit the console at their widest (padding
-    and the rule between columns included), so that no cell wraps, and each
-    cell is one line."""
-    from rich.cells import cell_len
-
-    if any("\n" in cell for row in rows for cell in row):
-        return False
-    widths = [
-        max(cell_len(str(column.header)), *(cell_len(row[i]) for row in rows))
-        for i, column in enumerate(table.columns)
-    ]
-    return sum(widths) + 3 * len(widths) - 1 <= width
+    table.add_row(
+        f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "", bold=True
+    )
+    show(table)
 
 
 def listing(headers: list[str], rows: list[list[str]], *, title: str | None = None) -> None:

@@ -92,13 +92,16 @@ def run_record(
     result: Transcript,
     output: bytes,
     kept: Kept,
-    indexes: list[SessionIndex] | None = None,
+    replaced: list[tuple[Blob, Origin]] | None = None,
 ) -> Record | None:
     """What the archive keeps of a run; None when nothing changed (there is
-    nothing to undo). `indexes`: the run's index of each original session."""
+    nothing to undo). `replaced`: replaced_texts(original, result), when the
+    run already found them."""
     if output == original.raw:
         return None
-    cited = [*replaced_texts(original, result, indexes=indexes), *kept.blobs]
+    if replaced is None:
+        replaced = replaced_texts(original, result)
+    cited = [*replaced, *kept.blobs]
     return Record(
         source_path=original.path,
         input_bytes=original.raw,

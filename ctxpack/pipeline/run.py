@@ -70,6 +70,9 @@ class Staged(Generic[R]):
     converted: Callable[[str], None] | None = None
     # The stage's index of each input session, read again by the archive record.
     indexes: list[SessionIndex] | None = None
+    # Work the stage left running in another process (the retention check),
+    # done when this block exits: before the report is read or anything lands.
+    pending: contextlib.AbstractContextManager[None] = field(default_factory=contextlib.nullcontext)
 
 
 class Stage(Protocol[R]):
@@ -163,20 +166,23 @@ def compact_bytes(
         staged.warnings.append(warning)
     if fmt != transcript.format and staged.converted is not None:
         staged.converted(fmt)
-    out = formats.write(staged.result, counter=counter, fmt=fmt)
+    # What needs no report is done while the stage's pending work runs.
+    with staged.pending:
+        out = formats.write(staged.result, counter=counter, fmt=fmt)
+        replaced = None
+        if job.archive and out != transcript.raw:
+            from ctxpack.pipeline.archiving import replaced_texts
+
+            replaced = replaced_texts(transcript, staged.result, indexes=staged.indexes)
     record = None
-    if job.archive:
+    if replaced is not None:
         from ctxpack.pipeline.archiving import Kept, run_record
 
         kept = Kept(
             settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
         )
         record = run_record(
-            original=transcript,
-            result=staged.result,
-            output=out,
-            kept=kept,
-            indexes=staged.indexes,
+            original=transcript, result=staged.result, output=out, kept=kept, replaced=replaced
         )
     return Compacted(
         report=staged.report,
@@ -208,7 +214,10 @@ def run_file(
     counter = counter or TokenCounter(encoding=job.encoding, estimate=job.estimate)
     if not job.write:
         transcript = read_transcript(job.source, fmt=job.input_format, options=job.read_options)
-        return FileOutcome(job, report=stage(transcript, counter=counter).report)
+        staged = stage(transcript, counter=counter)
+        with staged.pending:
+            pass
+        return FileOutcome(job, report=staged.report)
     return land(job, compact_file(job, stage=stage, counter=counter), archives=archives)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,8 @@ from ctxpack.pipeline.run import Staged
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
@@ -35,14 +39,41 @@ class Compress:
         result, report = compact(
             transcript, self.settings, counter=counter, scope="compress", indexes=indexes
         )
-        measured = measure_retention(transcript, result, report, counter=counter, indexes=indexes)
-        if self.min_retention is not None:
-            failures = gate(measured, self.min_retention)
+        staged = _compacted(result, report, self.settings, indexes=indexes)
+        staged.pending = self._retention(transcript, staged, counter=counter)
+        return staged
+
+    def _retention(
+        self, transcript: Transcript, staged: Staged[CompressReport], *, counter: TokenCounter
+    ) -> contextlib.AbstractContextManager[None]:
+        """The retention block of every changed session and the gate of
+        --min-retention, found while the run writes the output in memory: in
+        a child process for a large input (it reads the run's messages, index
+        and counts as they are, and sends back the blocks and the gate's
+        verdict), here otherwise."""
+        report, indexes = staged.report, staged.indexes
+
+        def check() -> tuple[list[dict[str, Any] | None], list[str]]:
+            measured = measure_retention(
+                transcript, staged.result, report, counter=counter, indexes=indexes
+            )
+            failures = gate(measured, self.min_retention) if self.min_retention is not None else []
+            return [session.retention for session in report.sessions], failures
+
+        def settle(found: tuple[list[dict[str, Any] | None], list[str]]) -> None:
+            blocks, failures = found
+            for session, block in zip(report.sessions, blocks, strict=True):
+                session.retention = block
             if failures:
                 raise RetentionError(
                     "compaction refused: " + "; ".join(failures), path=transcript.path
                 )
-        return _compacted(result, report, self.settings, indexes=indexes)
+
+        messages = sum(len(session.messages) for session in transcript.sessions)
+        cores = counter.workers or forked.available_workers()
+        if cores < 2 or messages < tokens.PARALLEL_MIN_MESSAGES:
+            return _then(lambda: settle(check()))
+        return forked.in_child(check, done=settle)
 
 
 @dataclass(frozen=True)
@@ -69,6 +100,13 @@ class Summarize:
             indexes=indexes,
         )
         return _compacted(result, report, self.settings, indexes=indexes)
+
+
+@contextlib.contextmanager
+def _then(finish: Callable[[], None]) -> Iterator[None]:
+    """finish() after the block, unless the block raised."""
+    yield
+    finish()
 
 
 def session_indexes(transcript: Transcript) -> list[SessionIndex]:

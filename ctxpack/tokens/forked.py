@@ -84,6 +84,17 @@ def in_background(
 
 
 @contextlib.contextmanager
+def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterator[None]:
+    """func() in one child while the body of the with-block runs here; then
+    its result to done. Without a child (no fork, or it failed) func runs here
+    after the body. If the body raises, the child is killed and done is not called."""
+    with _chunks(
+        lambda _: func(), [None], [(0, 1)], fork=can_fork(), done=lambda found: done(found[0])
+    ):
+        yield
+
+
+@contextlib.contextmanager
 def _chunks(
     func: Callable[[Sequence[T]], Any],
     items: Sequence[T],
