@@ -151,10 +151,9 @@ def _create_temp(target: Path) -> tuple[int, str]:
     (mkstemp's files are private, 0600: a new output would be unreadable by
     the group and others where `>` would have made it readable.)
     """
-    import secrets  # lazily: it pulls in hashing and randomness modules
-
     for _ in range(100):
-        name = os.path.join(target.parent, f".{target.name}.{secrets.token_hex(6)}.tmp")
+        # os.urandom is what secrets.token_hex reads, without its imports.
+        name = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
         except FileExistsError:
