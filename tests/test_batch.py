@@ -21,6 +21,9 @@ from ctxpack.archive.store import Archive
 from ctxpack.cli.app import app
 from ctxpack.errors import INTERRUPTED
 from ctxpack.pipeline import batch
+from ctxpack.pipeline.compaction import CompressSettings
+from ctxpack.pipeline.run import FileJob
+from ctxpack.pipeline.stages import Compress
 
 from .conftest import FIXTURES
 
@@ -111,10 +114,20 @@ def test_a_worker_told_to_stop_finishes_sending_its_result() -> None:
     _sendback_result()  # returns: the result goes out whole
 
 
-def test_a_worker_told_to_stop_mid_file_stops_at_once() -> None:
-    with pytest.raises(SystemExit) as stopped:
+def test_a_worker_told_to_stop_mid_file_stops_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    def stopped_mid_file(job: FileJob, **_: Any) -> None:
         batch._terminated(signal.SIGTERM, sys._getframe())
+
+    monkeypatch.setattr(batch, "compact_file", stopped_mid_file)
+    job = FileJob(source="session.jsonl", output="out.jsonl")
+    with pytest.raises(SystemExit) as stopped:
+        batch._worker_job(job, Compress(CompressSettings()))
     assert stopped.value.code == INTERRUPTED
+
+
+def test_a_worker_told_to_stop_while_it_waits_for_work_reads_on() -> None:
+    # Stopped mid-read, it would leave the next reader of the queue a cut message.
+    batch._terminated(signal.SIGTERM, sys._getframe())  # returns
 
 
 def test_files_that_come_back_together_are_archived_in_one_commit_before_any_is_written(

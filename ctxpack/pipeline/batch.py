@@ -155,14 +155,19 @@ def _open_archives(archive: bool) -> Archives | None:
 
 
 def _terminated(_signum: int, frame: FrameType | None) -> None:
-    # A result being sent must be sent whole: cut off, it would leave the
-    # parent reading the pipe forever. That worker leaves when the pool
-    # shuts down instead, having skipped any file it is handed after.
+    # Only a file in hand is stopped. A message on a queue must be read or
+    # sent whole: a worker waiting for work, or sending a result, that stopped
+    # mid-message would leave the queue's next reader (another worker, the
+    # parent) waiting forever. Such a worker leaves when the pool shuts down
+    # instead, having skipped any file it is handed after.
+    working = False
     while frame is not None:
         if frame.f_code.co_name == _SENDING:
             return
+        working = working or frame.f_code is _worker_job.__code__
         frame = frame.f_back
-    raise SystemExit(INTERRUPTED)
+    if working:
+        raise SystemExit(INTERRUPTED)
 
 
 def _worker_job(job: FileJob, stage: Compress) -> Made:
