@@ -220,8 +220,9 @@ def plain_width(stream: IO[str]) -> int | None:
             if force != "":
                 return None
         else:
+            isatty = getattr(stream, "isatty", None)
             try:
-                if stream.isatty():
+                if isatty is not None and isatty():
                     return None
             except ValueError:  # closed: rich counts it as no terminal
                 pass
