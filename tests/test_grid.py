@@ -219,3 +219,13 @@ def test_messages_read_the_same_plain_and_drawn(
     shown = _both(messages, capsys, monkeypatch)
     if grid.plain_text(text):
         assert shown == f"error: {text}\nwarning: {text}\n{text}\n"
+
+
+def test_a_closed_stderr_is_left_to_rich() -> None:
+    # `2>&-`: Python has no sys.stderr; rich writes nowhere, and so do we.
+    assert plain_width(None) is None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stderr", None)
+        render._console = None
+        render.note("nowhere to go")
+    render._console = None

@@ -205,14 +205,15 @@ def plain_text(text: str) -> bool:
     return text.isprintable()
 
 
-def plain_width(stream: IO[str]) -> int | None:
+def plain_width(stream: IO[str] | None) -> int | None:
     """The width rich lays text out at on `stream` when it would write it
     without styles, as rich decides both; None when rich would style it (a
     terminal, FORCE_COLOR, TTY_COMPATIBLE=1) or cannot be matched (Windows'
     consoles, an encoding without box drawing)."""
     env = os.environ
     compatible = env.get("TTY_COMPATIBLE", "")
-    if compatible == "1" or sys.platform == "win32":
+    # No stream at all (stderr closed): rich knows to write nowhere.
+    if stream is None or compatible == "1" or sys.platform == "win32":
         return None
     if compatible != "0":
         force = env.get("FORCE_COLOR")
