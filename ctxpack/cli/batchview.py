@@ -48,9 +48,44 @@ def with_progress(
         return run(done)
 
 
+# What the number and status columns of a batch row take, borders included.
+BATCH_COLUMNS = 52
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """The start and the end of a long name, which say the most (dir… and .ext)."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+
+
+def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
+    from ctxpack.cli.grid import Grid
+    from ctxpack.cli.render import layout_width, show
+
+    table = Grid(title="batch")
+    # One line per file: a name too long for the terminal loses its middle.
+    name_width = max(layout_width() - BATCH_COLUMNS, 20)
+    table.add_column("file", no_wrap=True)
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column("status")
+    for name, before, after, status in rows:
+        ratio = f"{after / before:.1%}" if before else "-"
+        table.add_row(shorten_middle(name, name_width), f"{before:,}", f"{after:,}", ratio, status)
+    tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
+    table.add_section()
+    table.add_row(
+        f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "", bold=True
+    )
+    show(table)
+
+
 def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, int]) -> None:
     from ctxpack.cli.outcome import write_report
-    from ctxpack.cli.render import batch_totals, error, note, warn
+    from ctxpack.cli.render import error, note, warn
     from ctxpack.report import file_status
 
     failures = [f for f in done if f.error]

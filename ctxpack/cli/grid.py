@@ -147,12 +147,8 @@ class Grid:
             lines += _row_lines(cells, self, widths, BAR)
             if row.end_section and number < len(self.rows) - 1:
                 lines.append(SECTION_CROSS.join(SECTION_RULE * w for w in widths))
-        from rich.cells import cell_len, set_cell_size
-
-        return "".join(
-            (set_cell_size(line, width) if cell_len(line) > width else line) + "\n"
-            for line in lines
-        )
+        # The columns were narrowed to fit `width`: no line is wider.
+        return "".join(line + "\n" for line in lines)
 
 
 def _merged(rows: list[Row]) -> list[Row]:
@@ -348,14 +344,11 @@ def _wrap(
             if not no_wrap and len(line) > width:  # by characters, as rich counts here
                 trailing = len(line) - len(line.rstrip())
                 line = line[: len(line) - min(trailing, len(line) - width)]
+            # Cut, a line is `width` cells at most; the rest is padding.
             if justify == "right":
                 line = cut(line.rstrip())
-                line = " " * (width - cell_len(line)) + line
+                lines.append(" " * (width - cell_len(line)) + line)
             else:
                 line = cut(line)
-            line = cut(line)
-            size = cell_len(line)
-            lines.append(
-                line + " " * (width - size) if size <= width else set_cell_size(line, width)
-            )
+                lines.append(line + " " * (width - cell_len(line)))
     return lines

@@ -90,10 +90,6 @@ def show(grid: Grid) -> None:
     sys.stderr.flush()
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
-
-
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
@@ -144,11 +140,7 @@ def count_report(reports: list[CountReport]) -> None:
 
 def breakpoint_table(path: str, sessions: list[tuple[str, list[Any]]]) -> None:
     """Where a Claude request's cache breakpoints fall, session by session."""
-    from rich.table import Table
-
-    table = Table(
-        show_edge=False, title=f"{_escape(path)}: cache breakpoints", title_justify="left"
-    )
+    table = Grid(title=f"{path}: cache breakpoints")
     table.add_column("session")
     table.add_column("after")
     table.add_column("role")
@@ -156,11 +148,11 @@ def breakpoint_table(path: str, sessions: list[tuple[str, list[Any]]]) -> None:
     for label, found in sessions[:MAX_SESSION_ROWS]:
         for mark in found:
             where = "system prompt" if mark.system else f"message #{mark.index}"
-            table.add_row(_escape(label), where, mark.role, f"{mark.position:,}")
+            table.add_row(label, where, mark.role, f"{mark.position:,}")
     hidden = len(sessions) - MAX_SESSION_ROWS
     if hidden > 0:
-        table.add_row(f"… {hidden} more (see --json)", "", "", "", style="dim")
-    _rich().print(table)
+        table.add_row(f"… {hidden} more (see --json)", "", "", "", dim=True)
+    show(table)
 
 
 def _sessions_table(report: CountReport) -> Grid:
@@ -290,31 +282,27 @@ def _fit_facts(plan: Any) -> list[tuple[str, str]]:
 
 def fit_plan(plan: Any) -> None:
     """The --fit plan for people, on stderr: one row per message and the record."""
-    from rich.table import Table
-
-    console = _rich()
-    table = Table(show_edge=False)
+    table = Grid()
     for header in ("session", "#", "role", "region", "action", "before", "after", "reason"):
         table.add_column(header, justify="right" if header in ("#", "before", "after") else "left")
     for row in plan.rows:
         table.add_row(
-            _escape(row.session),
+            row.session,
             "" if row.index is None else str(row.index),
             row.role,
             row.region,
             row.action,
             f"{row.tokens_before:,}",
             f"{row.tokens_after:,}",
-            _escape(row.reason),
+            row.reason,
         )
-    console.print(table)
+    show(table)
     total = sum(row.tokens_after for row in plan.rows)
     met = "within" if total <= plan.budget else "over"
-    console.print(
+    message(
         f"total {total:,} tokens, {met} the budget of {plan.budget:,} ({plan.target});"
         f" steps: {', '.join(dict.fromkeys(plan.steps))}",
         style="bold",
-        soft_wrap=True,
     )
 
 
@@ -363,38 +351,6 @@ def _change(after: int, before: int) -> str:
     return f"{(after - before) / before:+.1%}"
 
 
-# What the number and status columns of a batch row take, borders included.
-BATCH_COLUMNS = 52
-
-
-def shorten_middle(text: str, width: int) -> str:
-    """The start and the end of a long name, which say the most (dir… and .ext)."""
-    if len(text) <= width:
-        return text
-    keep = max(width - 1, 2)
-    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
-
-
-def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
-    table = Grid(title="batch")
-    # One line per file: a name too long for the terminal loses its middle.
-    name_width = max(layout_width() - BATCH_COLUMNS, 20)
-    table.add_column("file", no_wrap=True)
-    table.add_column("before", justify="right")
-    table.add_column("after", justify="right")
-    table.add_column("ratio", justify="right")
-    table.add_column("status")
-    for name, before, after, status in rows:
-        ratio = f"{after / before:.1%}" if before else "-"
-        table.add_row(shorten_middle(name, name_width), f"{before:,}", f"{after:,}", ratio, status)
-    tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
-    table.add_section()
-    table.add_row(
-        f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "", bold=True
-    )
-    show(table)
-
-
 def listing(headers: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
     """A listing is data, so it goes to stdout: a table on a terminal; piped, plain
     columns (no box, no colour) that grep, cut and awk read. The title goes to stderr."""
@@ -404,14 +360,13 @@ def listing(headers: list[str], rows: list[list[str]], *, title: str | None = No
         note(title)
     if sys.stdout.isatty():
         from rich.console import Console
-        from rich.table import Table
 
-        table = Table(show_edge=False)
+        table = Grid()
         for header in headers:
             table.add_column(header)
         for row in rows:
-            table.add_row(*(_escape(cell) for cell in row))
-        Console(highlight=False, emoji=False).print(table)
+            table.add_row(*row)
+        Console(highlight=False, emoji=False).print(table.to_rich())
         return
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
     lines = [

@@ -129,8 +129,6 @@ def _land_arrived(
 
 
 _stop: EventType | None = None
-# Where concurrent.futures sends a worker's result back to the parent.
-_SENDING = "_sendback_result"
 
 
 def _init_worker(stop: EventType) -> None:
@@ -156,18 +154,15 @@ def _open_archives(archive: bool) -> Archives | None:
 
 def _terminated(_signum: int, frame: FrameType | None) -> None:
     # Only a file in hand is stopped. A message on a queue must be read or
-    # sent whole: a worker waiting for work, or sending a result, that stopped
-    # mid-message would leave the queue's next reader (another worker, the
-    # parent) waiting forever. Such a worker leaves when the pool shuts down
-    # instead, having skipped any file it is handed after.
-    working = False
+    # sent whole: a worker waiting for work, or sending a result back (which
+    # happens after its file), that stopped mid-message would leave the
+    # queue's next reader (another worker, the parent) waiting forever. Such
+    # a worker leaves when the pool shuts down instead, having skipped any
+    # file it is handed after.
     while frame is not None:
-        if frame.f_code.co_name == _SENDING:
-            return
-        working = working or frame.f_code is _worker_job.__code__
+        if frame.f_code is _worker_job.__code__:
+            raise SystemExit(INTERRUPTED)
         frame = frame.f_back
-    if working:
-        raise SystemExit(INTERRUPTED)
 
 
 def _worker_job(job: FileJob, stage: Compress) -> Made:
