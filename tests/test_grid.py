@@ -229,3 +229,21 @@ def test_a_closed_stderr_is_left_to_rich() -> None:
         render._console = None
         render.note("nowhere to go")
     render._console = None
+
+
+def test_on_a_terminal_a_title_is_styled_as_rich_styles_one() -> None:
+    from rich.table import Table
+
+    table = Grid(title="prune plan — s.jsonl")
+    table.add_column("#", justify="right")
+    table.add_row("1")
+    drawn = Table(show_edge=False, title="prune plan — s.jsonl", title_justify="left")
+    drawn.add_column("#", justify="right")
+    drawn.add_row("1")
+
+    def on_terminal(renderable: Any) -> str:
+        out = io.StringIO()
+        Console(file=out, width=40, force_terminal=True, color_system="standard").print(renderable)
+        return out.getvalue()
+
+    assert on_terminal(table.to_rich(40)) == on_terminal(drawn)

@@ -82,10 +82,12 @@ class Grid:
         as one row of multi-line cells: rich lays out every cell on its own,
         which costs more than the work behind a 500-file batch's table."""
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(show_edge=False, show_header=self.show_header)
         if self.title:
-            table.title, table.title_justify = _text(self.title), "left"
+            # A Text title takes no style from the table: give it rich's own.
+            table.title, table.title_justify = Text(self.title, style="table.title"), "left"
         for column in self.columns:
             table.add_column(
                 _text(column.header),
