@@ -65,7 +65,13 @@ class SessionIndex:
         for version in self._versions:
             kept = _selection(version, messages)
             if kept is not None:
-                return self._add(messages, version.pairing.selected(kept))
+                start, stop = kept[0], kept[-1] + 1
+                stretch = (
+                    version.pairing.within(start, stop)
+                    if start or stop < len(version.messages)
+                    else version.pairing
+                )
+                return self._add(messages, stretch.selected([k - start for k in kept]))
         return self._add(messages, self._version(messages))
 
     def _add(self, messages: list[Message], pairing: Pairing) -> Pairing:
@@ -133,9 +139,11 @@ class _Version:
 
 def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
     """The places in `version` of `messages` when they are some of its
-    messages, in its order, and every one left out is pairing-neutral: no
-    result, no call, and not followed by a kept result (which would then
-    follow another message and could pair with its calls); else None."""
+    messages, in its order, and every one left out between the first and the
+    last is pairing-neutral: no result, no call, and not followed by a kept
+    result (which would then follow another message and could pair with its
+    calls); else None. (Those before the first and after the last are a
+    stretch's edges, which `Pairing.within` reads.)"""
     known = version.messages
     if not messages or len(messages) >= len(known):
         return None
@@ -143,10 +151,10 @@ def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
     kept = [places.get(id(msg), -1) for msg in messages]
     if kept[0] < 0 or any(b <= a for a, b in itertools.pairwise(kept)):
         return None
-    gaps = [(-1, kept[0]), *((a, b) for a, b in itertools.pairwise(kept) if b - a > 1)]
-    gaps.append((kept[-1], len(known)))
-    for before, after in gaps:
-        if after - before > 1 and after < len(known) and m.is_tool_result(known[after]):
+    for before, after in itertools.pairwise(kept):
+        if after - before == 1:
+            continue
+        if m.is_tool_result(known[after]):
             return None
         for msg in known[before + 1 : after]:
             if (

@@ -16,7 +16,7 @@ from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.formats import jsonl
-from ctxpack.formats.base import Clue
+from ctxpack.formats.base import Clue, searching_whole, words_in
 from tests.conftest import FIXTURES, SHARED
 
 # Folder name -> the format its files are (the rest are named as the format).
@@ -152,6 +152,30 @@ def test_every_match_of_a_clue_holds_one_of_its_words(
     text = around + match + around
     assert clue.search(text) is True
     assert clue.search(around) == (clue.pattern.search(around) is not None)
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=4).map(lambda b: b.replace(b"\x00", b"a")), max_size=8),
+    st.binary(max_size=60),
+)
+def test_words_in_finds_what_in_finds(words: list[bytes], data: bytes) -> None:
+    # Overlapping and nested words included: the one pass answers as `in` does per word.
+    text = data + b"".join(words[::2]) + data
+    assert words_in(text, words) == {word for word in words if word in text}
+
+
+def test_every_clue_answers_the_same_inside_the_one_pass() -> None:
+    source = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
+    data = source.read_bytes() + b'\n{"conversations": [{"from": "human", "value": "hi"}]}\n'
+    alone = {label: clue.search(data) for label, clue in _clues()}
+    head = data[:40]
+    head_alone = {label: clue.search(head) for label, clue in _clues()}
+    with searching_whole(data):
+        assert {label: clue.search(data) for label, clue in _clues()} == alone
+        # Other data is searched word by word, whatever the whole file holds.
+        assert {label: clue.search(head) for label, clue in _clues()} == head_alone
+    assert any(alone.values()) and not all(alone.values())
+    assert not all(head_alone.values()) and alone != head_alone
 
 
 def test_a_large_chat_file_is_openai_and_its_late_document_keys_still_count() -> None:

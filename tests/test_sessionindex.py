@@ -127,6 +127,25 @@ def test_a_selection_pairs_as_if_paired_anew(messages: list[Message], data: st.D
     assert index.pairing_of(selection) == pair(selection)
 
 
+@settings(max_examples=400, deadline=None)
+@given(tool_traffic(), st.data())
+def test_a_selection_of_a_stretch_pairs_as_if_paired_anew(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """The middle of a session with the records in it taken out: a stretch
+    whose edges may cut calls from their results, less some messages inside."""
+    start = data.draw(st.integers(0, len(messages)))
+    end = data.draw(st.integers(start, len(messages)))
+    plain = [i for i in range(start, end) if messages[i].get("content") in ("go on", "done")]
+    inside = st.integers(start, max(end - 1, start))
+    pick = st.sampled_from(plain) | inside if plain else inside
+    dropped = data.draw(st.sets(pick, max_size=4))
+    selection = [messages[i] for i in range(start, end) if i not in dropped]
+    index = SessionIndex(messages)
+    index.pairing_of(messages)
+    assert index.pairing_of(selection) == pair(selection)
+
+
 def test_a_record_left_out_is_read_off_the_pairing(monkeypatch: pytest.MonkeyPatch) -> None:
     call = {"id": "", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
     record: Message = {"role": "user", "content": "[ctxpack summary]"}
@@ -141,6 +160,9 @@ def test_a_record_left_out_is_read_off_the_pairing(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("ctxpack.sessionindex.pair", lambda _: pytest.fail("paired anew"))
     without = [msg for msg in messages if msg is not record]
     assert index.pairing_of(without).links == {2: pair(without).links[2]}
+    # So is a record inside a stretch (the middle, between the head and the tail).
+    stretch = [messages[0], messages[2]]
+    assert index.pairing_of(stretch) == pair(stretch)
     # Left out right before an id-less result, a message could change what it answers.
     before_result = [messages[0], messages[2], record]
     mixed = [*before_result, {"role": "tool", "content": "late"}]

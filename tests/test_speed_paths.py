@@ -95,8 +95,21 @@ def test_forget_drops_every_counted_message() -> None:
     messages = _tau_messages()[:50]
     before = counter.messages(messages)
     counter.forget()
-    assert counter._memo == {} and counter._alive == []
+    assert counter._memo == {} and counter._alive == [] and counter._rows == {}
     assert counter.messages(messages) == before
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_equal_counts_are_kept_once(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    # The memo of a long session holds one row per distinct count, whichever
+    # process counted it.
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", 0)
+    messages: list[Message] = [{"role": "user", "content": f"line {i % 7}"} for i in range(60)]
+    counter = TokenCounter(workers=workers)
+    counter.prime(messages)
+    rows = {id(counter.counts(msg)) for msg in messages}
+    assert len(rows) == len({counter.counts(msg) for msg in messages}) == 1
+    assert counter.counts(messages[0]) == (7, 0, 3, 0, 0, 0, 0, 0, 4)
 
 
 @given(st.binary(max_size=60).map(lambda b: b.replace(b"a", b"\n")))

@@ -15,7 +15,7 @@ from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats.anthropic import AnthropicFormat
 from ctxpack.formats.atif import ATIFFormat
-from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions
+from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions, searching_whole
 from ctxpack.formats.claude_code import ClaudeCodeFormat
 from ctxpack.formats.claude_stream import ClaudeStreamFormat
 from ctxpack.formats.codex import CodexFormat
@@ -82,7 +82,8 @@ def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> For
     if found is None and len(data) > len(head):
         # Searched in place: the bytes already read, never parsed twice.
         whole = data.removeprefix(BOM)
-        found = next((a for a in specific if a.detect(whole)), None)
+        with searching_whole(whole):
+            found = next((a for a in specific if a.detect(whole)), None)
         head = whole
     if found is not None:
         return found

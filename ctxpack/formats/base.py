@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, overload
+from typing import ClassVar, Protocol, TypeVar, overload
 
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import RawLine, Session, Transcript
@@ -67,14 +69,72 @@ class Clue:
     """A detection pattern and the words one of which every match of it holds.
     Detection may search a whole large file, where `in` finds a word several
     times faster than the regex engine searches: the engine runs only on data
-    that holds one of the words, so the answer is the pattern's own."""
+    that holds one of the words, so the answer is the pattern's own. Inside
+    `searching_whole`, the words were all looked for at once."""
+
+    # Every clue's words, for the one pass over a whole file.
+    words_of_all: ClassVar[set[bytes]] = set()
 
     def __init__(self, pattern: bytes, *words: bytes) -> None:
         self.pattern = re.compile(pattern)
         self.words = words
+        Clue.words_of_all.update(words)
 
     def search(self, data: bytes) -> bool:
-        return any(word in data for word in self.words) and self.pattern.search(data) is not None
+        held = _held.get()
+        if held is not None and held[0] is data:
+            found = not held[1].isdisjoint(self.words)
+        else:
+            found = any(word in data for word in self.words)
+        return found and self.pattern.search(data) is not None
+
+
+# The whole file being searched, and which clue words it holds.
+_held: ContextVar[tuple[bytes, frozenset[bytes]] | None] = ContextVar("held", default=None)
+
+
+@contextmanager
+def searching_whole(data: bytes) -> Iterator[None]:
+    """Clues search `data` knowing which of their words it holds: found in one
+    pass of one alternation of them all, where a search per word would read a
+    large file once for each word it lacks."""
+    token = _held.set((data, words_in(data, Clue.words_of_all)))
+    try:
+        yield
+    finally:
+        _held.reset(token)
+
+
+def words_in(data: bytes, words: Iterable[bytes]) -> frozenset[bytes]:
+    """Which of `words` occur in `data`. A word found is dropped from the
+    alternation, so data that holds a common word is still read once."""
+    left = set(words)
+    found: set[bytes] = set()
+    at = 0
+    while left:
+        hit = re.compile(_alternation(sorted(left))).search(data, at)
+        if hit is None:
+            break
+        # Words may overlap: the next search starts just after this one's start.
+        at = hit.start()
+        here = {word for word in left if data.startswith(word, at)}
+        found |= here
+        left -= here
+        at += 1
+    return frozenset(found)
+
+
+def _alternation(words: list[bytes]) -> bytes:
+    """A pattern of sorted, distinct `words` as a tree of their shared
+    prefixes: the engine tries one branch per byte, not every word."""
+    if words[0] == b"":
+        rest = words[1:]
+        return b"(?:" + _alternation(rest) + b")?" if rest else b""
+    branches: dict[bytes, list[bytes]] = {}
+    for word in words:
+        branches.setdefault(word[:1], []).append(word[1:])
+    alternatives = [re.escape(first) + _alternation(rest) for first, rest in branches.items()]
+    return alternatives[0] if len(alternatives) == 1 else b"(?:" + b"|".join(alternatives) + b")"
 
 
 class FormatAdapter(Protocol):

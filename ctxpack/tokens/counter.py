@@ -87,6 +87,10 @@ class TokenCounter:
         # message, as large sessions hold hundreds of thousands. `_alive`
         # keeps every counted message alive, so no id is reused meanwhile.
         self._memo: dict[int, tuple[int, ...]] = {}
+        # Each distinct row once: a long session holds far fewer distinct
+        # counts than messages, and its memo is among the largest things a run
+        # holds (a child's rows travel back as references to the first of each).
+        self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._alive: list[Message] = []
         # None: as many processes as this machine gives us, for large inputs.
         self.workers = workers
@@ -139,12 +143,14 @@ class TokenCounter:
         return sum(sum(_kinds(msg, len).values()) for msg in msgs)
 
     def _remember(self, msgs: list[Message], counted: Iterable[tuple[int, ...]]) -> None:
-        self._memo.update(zip(map(id, msgs), counted, strict=True))
+        same = self._rows.setdefault
+        self._memo.update(zip(map(id, msgs), (same(row, row) for row in counted), strict=True))
         self._alive += msgs
 
     def forget(self) -> None:
         """Drop the memo (and the messages it keeps alive), e.g. between files."""
         self._memo.clear()
+        self._rows.clear()
         self._alive.clear()
 
     def text(self, text: str) -> int:
@@ -184,7 +190,8 @@ class TokenCounter:
         return entry
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
-        return _row(_kinds(msg, self.text))
+        row = _row(_kinds(msg, self.text))
+        return self._rows.setdefault(row, row)
 
     def message(self, msg: Message) -> int:
         return self.counts(msg)[0]
