@@ -60,6 +60,7 @@ def cite(ref: str, *, recall: bool) -> str:
 
 _PREFIX_HEAD = SUMMARY_PREFIX.split("\n", 1)[0]
 _OPENINGS = (_PREFIX_HEAD, *FOREIGN_SUMMARY_PREFIXES)
+_LEADING_SPACE = re.compile(r"\s*")
 
 
 def is_summary(msg: Message) -> bool:
@@ -67,12 +68,19 @@ def is_summary(msg: Message) -> bool:
     # Every stage asks this of every message: look at the parts where they
     # are instead of joining them (none of the markers spans a line break).
     parts = [text for text in m.text_parts(msg) if text]
-    first = next((text.lstrip() for text in parts if not text.isspace()), "")
-    if first.startswith(_OPENINGS):
+    first = next((text for text in parts if not text.isspace()), "")
+    if first.startswith(_OPENINGS, _text_start(first)):
         return True
     # A summary merged into a tail message (after that message's own text).
     merged = any(_PREFIX_HEAD in text for text in parts)
     return merged and any(SUMMARY_END in text for text in parts)
+
+
+def _text_start(text: str) -> int:
+    """Where `text` starts after its leading whitespace, found without the copy
+    lstrip() makes (of a long tool output, once per message per stage)."""
+    found = _LEADING_SPACE.match(text)
+    return found.end() if found else 0
 
 
 def summary_body(msg: Message) -> str:
