@@ -11,7 +11,6 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ctxpack.archive import slices
@@ -301,6 +300,9 @@ def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:
     large = [i for i, item in enumerate(items) if len(item) >= LARGE_BLOB]
     if not large:
         return [pack(item) for item in items]
+    # Imported here: the thread pool brings logging with it, which a small run never needs.
+    from concurrent.futures import ThreadPoolExecutor
+
     out: list[tuple[str, Blob]] = [("", b"")] * len(items)
     with ThreadPoolExecutor(max_workers=min(len(large), os.cpu_count() or 1)) as pool:
         futures = {i: pool.submit(pack, items[i]) for i in large}
