@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
-from ctxpack.formats import jsonl
-from ctxpack.formats.base import Clue, searching_whole, words_in
+from ctxpack.formats import base, jsonl
+from ctxpack.formats.base import ONE_PASS_MIN_BYTES, Clue, searching_whole, words_in
 from tests.conftest import FIXTURES, SHARED
 
 # Folder name -> the format its files are (the rest are named as the format).
@@ -167,15 +167,20 @@ def test_words_in_finds_what_in_finds(words: list[bytes], data: bytes) -> None:
 def test_every_clue_answers_the_same_inside_the_one_pass() -> None:
     source = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
     data = source.read_bytes() + b'\n{"conversations": [{"from": "human", "value": "hi"}]}\n'
+    data += b" " * max(0, ONE_PASS_MIN_BYTES - len(data))
     alone = {label: clue.search(data) for label, clue in _clues()}
     head = data[:40]
     head_alone = {label: clue.search(head) for label, clue in _clues()}
     with searching_whole(data):
+        assert base._held.get() is not None
         assert {label: clue.search(data) for label, clue in _clues()} == alone
         # Other data is searched word by word, whatever the whole file holds.
         assert {label: clue.search(head) for label, clue in _clues()} == head_alone
     assert any(alone.values()) and not all(alone.values())
     assert not all(head_alone.values()) and alone != head_alone
+    # A small file is searched word by word: compiling the alternation would cost more.
+    with searching_whole(data[: ONE_PASS_MIN_BYTES - 1]):
+        assert base._held.get() is None
 
 
 def test_a_large_chat_file_is_openai_and_its_late_document_keys_still_count() -> None:

@@ -93,11 +93,18 @@ class Clue:
 _held: ContextVar[tuple[bytes, frozenset[bytes]] | None] = ContextVar("held", default=None)
 
 
+# Below this size a search per word costs less than compiling the alternation.
+ONE_PASS_MIN_BYTES = 512 << 10
+
+
 @contextmanager
 def searching_whole(data: bytes) -> Iterator[None]:
     """Clues search `data` knowing which of their words it holds: found in one
     pass of one alternation of them all, where a search per word would read a
     large file once for each word it lacks."""
+    if len(data) < ONE_PASS_MIN_BYTES:
+        yield
+        return
     token = _held.set((data, words_in(data, Clue.words_of_all)))
     try:
         yield
