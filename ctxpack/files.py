@@ -14,6 +14,11 @@ from ctxpack.errors import InputError, OutputError, UsageError
 STDIO = "-"
 
 
+def display_name(source: str) -> str:
+    """How messages name a source: a path, or <stdin> for "-"."""
+    return "<stdin>" if source == STDIO else source
+
+
 def read_input(path: str) -> bytes:
     if path == STDIO:
         return sys.stdin.buffer.read()

@@ -67,7 +67,20 @@ def count(
     # Per file: (session label, its breakpoints) for every session.
     marks: list[list[tuple[str, list[Breakpoint]]]] = []
     for path in paths:
-        transcript = opts.load(ctx, path, fmt=fmt, whole_history=whole)
+        raw = files.read_input(path)
+        options = opts.read_options(ctx, keep_bytes=False, whole_history=whole)
+        if not cache_breakpoints:
+            from ctxpack.pipeline.counting import count_by_stretches
+
+            name = files.display_name(path)
+            found = count_by_stretches(raw, path=name, fmt=fmt, options=options, counter=counter)
+            if found is not None:
+                reports.append(found)
+                continue
+        from ctxpack.pipeline.run import parse_transcript
+
+        transcript = parse_transcript(raw, source=path, fmt=fmt, options=options)
+        del raw
         # (stdin cannot be read twice: it is counted without the note)
         if not whole and transcript.format == BOUNDED_FORMAT and path != files.STDIO:
             earlier = _messages(opts.load(ctx, path, fmt=fmt, whole_history=True)) - _messages(

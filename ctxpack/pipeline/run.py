@@ -112,7 +112,7 @@ def parse_transcript(
     data: bytes, *, source: str, fmt: str | None, options: ReadOptions
 ) -> Transcript:
     """A transcript from the bytes of `source` (a path, or "-" for stdin)."""
-    name = "<stdin>" if source == files.STDIO else source
+    name = files.display_name(source)
     transcript = formats.read(data, path=name, fmt=fmt, options=options)
     if not any(s.messages for s in transcript.sessions):
         raise InputError(_no_messages(data), path=name)

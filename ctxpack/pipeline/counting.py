@@ -1,0 +1,146 @@
+"""`ctxpack count` of a large JSONL chat file, a stretch of its lines per core.
+
+Counting a file needs no message after it is counted: the file is cut at line
+breaks into one stretch per core, and each forked child reads its stretch with
+the format's own reader and tallies it, handing back a few numbers. Reading is
+then shared between the cores as tokenizing is, and no process holds more than
+its stretch's messages.
+
+Only a file whose lines are each one chat message (OpenAI JSONL, the format
+of logged sessions) is read this way: each of its lines is read alone, so a
+stretch reads as it does in the whole file. Anything else, and any stretch
+that reads otherwise (a bad line, a line that is no message), is read whole,
+so what is counted and every error are the whole reader's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from ctxpack import formats
+from ctxpack.errors import InputError
+from ctxpack.formats import jsoncodec
+from ctxpack.formats.base import BOM, ReadOptions
+from ctxpack.tokens import forked
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tokens.encodings import get_encoding
+from ctxpack.tokens.tally import CountReport, Tally, count_transcript
+
+# Below this size one process reads and counts the file sooner than it forks.
+STRETCHES_MIN_BYTES = 4 << 20
+_FORMAT = "openai"
+_MESSAGES = "jsonl-messages"
+
+# What a stretch hands back: its tally in plain data (marshal carries it), the
+# lines it skipped (--skip-invalid) and its session's label; None when it
+# reads otherwise than in the whole file.
+_Stretch = tuple[int, int, list[tuple[str, int]], list[tuple[str, int]], list[int], int, str]
+
+
+def count_by_stretches(
+    data: bytes, *, path: str, fmt: str | None, options: ReadOptions, counter: TokenCounter
+) -> CountReport | None:
+    """count_transcript of the transcript in `data` (read from `path`), found
+    a stretch of lines per core; None when the file is not read that way
+    (too small, one core, not one chat message per line, or a stretch that
+    reads otherwise): the caller reads it whole."""
+    workers = counter.workers or forked.available_workers()
+    if len(data) < STRETCHES_MIN_BYTES or workers < 2 or not forked.can_fork():
+        return None
+    if options.messages_key or fmt not in (None, _FORMAT) or not _one_message_per_line(data):
+        return None
+    if fmt is None and formats.detect(data, path=path).name != _FORMAT:
+        return None
+    bounds = _stretches(data, workers)
+    if not counter.estimate:
+        get_encoding(counter.encoding_name)  # built once here, not once per child
+    adapter = formats.get(_FORMAT)
+
+    def count(stretch: Sequence[tuple[int, int]]) -> _Stretch | None:
+        ((start, stop),) = stretch
+        try:
+            transcript = adapter.read(data[start:stop], path=path, options=options)
+        except InputError:
+            return None
+        layout = transcript.layout
+        if getattr(layout, "mode", None) != _MESSAGES or len(transcript.sessions) != 1:
+            return None
+        own = TokenCounter(encoding=counter.encoding_name, estimate=counter.estimate, workers=1)
+        report = count_transcript(transcript, counter=own)
+        ((label, tally),) = report.sessions
+        return (
+            tally.messages,
+            tally.tokens,
+            list(tally.messages_by_role.items()),
+            list(tally.tokens_by_role.items()),
+            list(tally.tokens_by_kind.values()),
+            report.skipped_lines,
+            label,
+        )
+
+    found = forked.map_chunks(count, bounds, workers=len(bounds))
+    if any(part is None for part in found):
+        return None
+    parts = [part for part in found if part is not None]
+    # Merged in the file's order: a role is listed where it first comes.
+    session = Tally()
+    for part in parts:
+        session.merge(_tally(part))
+    if not session.messages:
+        return None  # the whole reader says why there is nothing to count
+    total = Tally()
+    total.merge(session)
+    return CountReport(
+        path=path,
+        format=_FORMAT,
+        encoding=counter.encoding_name,
+        estimate=counter.estimate,
+        sessions=[(parts[0][6], session)],
+        total=total,
+        skipped_lines=sum(part[5] for part in parts),
+    )
+
+
+def _one_message_per_line(data: bytes) -> bool:
+    """The reader's own test of a JSONL message file, on its first line: an
+    object that parses alone and has a role (a pretty-printed document, or a
+    file of records, is read whole)."""
+    start = len(BOM) if data.startswith(BOM) else 0
+    while True:
+        end = data.find(b"\n", start)
+        line = data[start : end if end >= 0 else len(data)]
+        if line.strip():
+            break
+        if end < 0:
+            return False
+        start = end + 1
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        first = jsoncodec.loads(line)
+    except jsoncodec.JSONError:
+        return False
+    return isinstance(first, dict) and "role" in first
+
+
+def _stretches(data: bytes, workers: int) -> list[tuple[int, int]]:
+    """(start, stop) of up to `workers` stretches of about equal size, each
+    cut after a line break."""
+    cuts = [0]
+    for part in range(1, workers):
+        at = data.find(b"\n", max(len(data) * part // workers, cuts[-1]))
+        if at < 0:
+            break
+        cuts.append(at + 1)
+    cuts.append(len(data))
+    return [(start, stop) for start, stop in itertools.pairwise(cuts) if stop > start]
+
+
+def _tally(part: _Stretch) -> Tally:
+    messages, tokens, by_role, tokens_by_role, by_kind, _, _ = part
+    found = Tally(messages=messages, tokens=tokens)
+    found.messages_by_role = dict(by_role)
+    found.tokens_by_role = dict(tokens_by_role)
+    found.tokens_by_kind = dict(zip(found.tokens_by_kind, by_kind, strict=True))
+    return found
