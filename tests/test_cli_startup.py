@@ -103,9 +103,10 @@ def test_a_small_call_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
     # OpenSSL; rich's console and tables draw only on a terminal (a pipe gets
     # the same lines written plainly); worker processes are only started for
     # a batch, and threads only to pack a large file into the archive (their
-    # module loads logging).
+    # module loads logging); no format's adapter is imported but the file's.
     path = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
     unused = ("regex", "hashlib", "_hashlib", "gzip", "importlib.resources", "rich.console")
+    unused += ("ctxpack.formats.codex", "ctxpack.formats.sharegpt", "ctxpack.formats.openai")
     assert _loaded_after(["count", str(path)], unused) == set()
     compress = ["compress", "--offline", "--force", str(path), "-o", str(tmp_path / "out.jsonl")]
     assert (

@@ -4,6 +4,7 @@ without --from, even when the keys that tell its format come late."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
-from ctxpack.formats import base, jsonl
+from ctxpack.formats import base, signs
 from ctxpack.formats.base import ONE_PASS_MIN_BYTES, Clue, searching_whole, words_in
 from tests.conftest import FIXTURES, SHARED
 
@@ -115,29 +116,48 @@ def test_a_forced_format_that_finds_no_messages_is_an_error(tmp_path: Path) -> N
 def test_line_starts_are_the_first_lines_stripped_and_cut(head: bytes, limit: int) -> None:
     # Found without splitting the whole head: a detector may be given a large file.
     expected = [line.strip()[:4096] for line in head.split(b"\n")[:limit] if line.strip()]
-    assert jsonl.line_starts(head, limit=limit) == expected
+    assert signs.line_starts(head, limit=limit) == expected
 
 
 def _clues() -> list[tuple[str, Clue]]:
-    found = []
-    for name in sorted(formats.REGISTRY):
-        module = sys.modules[type(formats.REGISTRY[name]).__module__]
-        found += [(f"{name}.{attr}", v) for attr, v in vars(module).items() if isinstance(v, Clue)]
-    return found
+    return [(name, value) for name, value in vars(signs).items() if isinstance(value, Clue)]
 
 
 def test_every_whole_file_rule_is_a_clue() -> None:
-    # The document formats, whose rules may search a whole large file.
-    owners = {label.split(".")[0] for label, _ in _clues()}
-    assert owners == {
-        "anthropic",
-        "atif",
-        "gemini",
-        "opencode",
-        "openhands",
-        "sharegpt",
-        "swe-agent",
+    # A rule may be given a whole large file: every pattern is a Clue but
+    # those of the line formats, which search only each of the first lines' start.
+    patterns = {name for name, value in vars(signs).items() if isinstance(value, re.Pattern)}
+    assert patterns == {"_CODEX", "_CLAUDE_STREAM", "_CLAUDE_CODE", "_PI_HEADER"}
+    assert len(_clues()) == 16
+
+
+def test_every_format_has_a_rule_and_an_adapter_of_its_name() -> None:
+    assert list(signs.RULES) == list(formats.REGISTRY)
+    for name, adapter in formats.REGISTRY.items():
+        assert adapter.name == name
+
+
+def test_telling_a_format_imports_no_reader_but_its_own() -> None:
+    code = (
+        "import sys\n"
+        "from ctxpack import formats\n"
+        "path = sys.argv[1]\n"
+        "formats.read(open(path, 'rb').read(), path=path)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ctxpack.formats.')))"
+    )
+    import subprocess
+
+    source = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(source)], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = {
+        name.strip("' ").removeprefix("ctxpack.formats.") for name in out.strip("[]\n").split(",")
     }
+    assert "codex" in loaded
+    others = {"anthropic", "atif", "claude_code", "claude_stream", "gemini", "opencode"}
+    others |= {"openhands", "pi", "sharegpt", "swe_agent", "openai"}
+    assert loaded.isdisjoint(others)
 
 
 @pytest.mark.parametrize(("label", "clue"), _clues(), ids=[label for label, _ in _clues()])

@@ -1,52 +1,68 @@
 """Transcript formats: one adapter per format, registered in one table.
 
-Reading detects the format from the content (most specific adapter first,
-`openai` last): first from the head of the file, then, when no specific
-adapter claims the head, from the whole document, whose telling keys may come
-late (a SWE-agent `.traj` with `trajectory` before `history`, an OpenHands
-record behind a large instruction). Writing uses the transcript's own format by default, which
+Reading detects the format from the content, by the rules in `signs` (most
+specific first, `openai` last): first from the head of the file, then, when no
+specific rule claims the head, from the whole document, whose telling keys may
+come late (a SWE-agent `.traj` with `trajectory` before `history`, an
+OpenHands record behind a large instruction). Only the adapter of the format
+found is imported. Writing uses the transcript's own format by default, which
 puts unchanged bytes back exactly; naming another format converts: the target
 is built from the messages alone (`convert`).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
+
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
-from ctxpack.formats.anthropic import AnthropicFormat
-from ctxpack.formats.atif import ATIFFormat
+from ctxpack.formats import signs
 from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions, searching_whole
-from ctxpack.formats.claude_code import ClaudeCodeFormat
-from ctxpack.formats.claude_stream import ClaudeStreamFormat
-from ctxpack.formats.codex import CodexFormat
-from ctxpack.formats.gemini import GeminiFormat
-from ctxpack.formats.openai import OpenAIFormat
-from ctxpack.formats.opencode import OpencodeFormat
-from ctxpack.formats.openhands import OpenHandsFormat
-from ctxpack.formats.pi import PiFormat
-from ctxpack.formats.sharegpt import ShareGPTFormat
-from ctxpack.formats.swe_agent import SWEAgentFormat
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-# Most specific first: detection takes the first adapter that claims the head.
-REGISTRY: dict[str, FormatAdapter] = {
-    adapter.name: adapter
-    for adapter in (
-        CodexFormat(),
-        ClaudeStreamFormat(),
-        ClaudeCodeFormat(),
-        PiFormat(),
-        ATIFFormat(),
-        GeminiFormat(),
-        OpencodeFormat(),
-        OpenHandsFormat(),
-        SWEAgentFormat(),
-        ShareGPTFormat(),
-        AnthropicFormat(),
-        OpenAIFormat(),
-    )
+# Each format's adapter (module, class), imported when a file of the format is
+# read or written: telling a file's format reads only the rules in signs.
+_ADAPTERS = {
+    "codex": ("codex", "CodexFormat"),
+    "claude-stream-json": ("claude_stream", "ClaudeStreamFormat"),
+    "claude-code": ("claude_code", "ClaudeCodeFormat"),
+    "pi": ("pi", "PiFormat"),
+    "atif": ("atif", "ATIFFormat"),
+    "gemini": ("gemini", "GeminiFormat"),
+    "opencode": ("opencode", "OpencodeFormat"),
+    "openhands": ("openhands", "OpenHandsFormat"),
+    "swe-agent": ("swe_agent", "SWEAgentFormat"),
+    "sharegpt": ("sharegpt", "ShareGPTFormat"),
+    "anthropic": ("anthropic", "AnthropicFormat"),
+    "openai": ("openai", "OpenAIFormat"),
 }
+
+
+class _Registry(Mapping[str, FormatAdapter]):
+    """Every format by name, in the order detection tries them (signs.RULES);
+    an adapter is made the first time it is looked up."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, FormatAdapter] = {}
+
+    def __getitem__(self, name: str) -> FormatAdapter:
+        adapter = self._made.get(name)
+        if adapter is None:
+            module, cls = _ADAPTERS[name]
+            made: FormatAdapter = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+            adapter = self._made[name] = made
+        return adapter
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(signs.RULES)
+
+    def __len__(self) -> int:
+        return len(signs.RULES)
+
+
+REGISTRY: Mapping[str, FormatAdapter] = _Registry()
 
 HEAD_BYTES = 64 * 1024
 
@@ -77,17 +93,17 @@ def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> For
         return REGISTRY["openai"]
     if is_binary(head):
         raise InputError("a binary file, not text: not a transcript", path=path)
-    specific = [a for name, a in REGISTRY.items() if name != "openai"]
-    found = next((a for a in specific if a.detect(head)), None)
+    specific = [(name, rule) for name, rule in signs.RULES.items() if name != "openai"]
+    found = next((name for name, rule in specific if rule(head)), None)
     if found is None and len(data) > len(head):
         # Searched in place: the bytes already read, never parsed twice.
         whole = data.removeprefix(BOM)
         with searching_whole(whole):
-            found = next((a for a in specific if a.detect(whole)), None)
+            found = next((name for name, rule in specific if rule(whole)), None)
         head = whole
     if found is not None:
-        return found
-    if REGISTRY["openai"].detect(head) or (options is not None and options.messages_key):
+        return REGISTRY[found]
+    if signs.openai(head) or (options is not None and options.messages_key):
         return REGISTRY["openai"]
     if len(data) >= HEAD_BYTES and head.lstrip()[:1] in (b"{", b"["):
         # Only a head was given (a batch scan): the message list may lie beyond it.

@@ -18,17 +18,12 @@ from typing import Any, Literal
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import blocks, jsoncodec, jsonspans
-from ctxpack.formats.base import Clue, Format, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.origins import resolve
 from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-_BLOCK = Clue(rb'"type"\s*:\s*"(tool_use|tool_result|thinking|redacted_thinking)"', b'"type"')
-_SYSTEM = Clue(rb'"system"\s*:\s*["\[]', b'"system"')
-_OPENAI = Clue(
-    rb'"tool_calls"|"role"\s*:\s*"(tool|function)"', b'"tool_calls"', b'"tool"', b'"function"'
-)
 _TEXT_RESULT = re.compile(r"\[[^\]\n]+\] Result:")
 
 Derived = list[tuple[Message, list[int]]]
@@ -56,12 +51,6 @@ class AnthropicContext:
     span: jsonspans.Span | None = None  # the record's bytes in an array of records
     spans: list[jsonspans.Span] = field(default_factory=list)  # each item's bytes
     members: dict[str, jsonspans.Span] = field(default_factory=dict)  # one record's members
-
-
-def detect(head: bytes) -> bool:
-    if b'"role"' not in head or _OPENAI.search(head):
-        return False
-    return _BLOCK.search(head) or (_SYSTEM.search(head) and b'"messages"' in head)
 
 
 def session_of(items: list[Any], system: Any, *, label: str) -> tuple[Session, AnthropicContext]:
@@ -121,7 +110,7 @@ def _text_results(derived: Derived, content: Any, unanswered: list[str]) -> Deri
     return [*derived[:-1], (result, indexes[:1]), *tail]
 
 
-class AnthropicFormat(Format, name="anthropic", writable=True, detect=detect):
+class AnthropicFormat(Format, name="anthropic", writable=True):
     """Anthropic Messages API: {system, messages} records or a bare message list (Cline)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

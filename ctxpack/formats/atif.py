@@ -28,20 +28,11 @@ from typing import Any
 from ctxpack import toolpairs
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Clue, Format, ReadOptions
+from ctxpack.formats.base import BOM, Format, ReadOptions
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error, load_document
 from ctxpack.transcript import Message, Session, Transcript
 
-_VERSION = Clue(rb'"schema_version"\s*:\s*"ATIF-', b'"schema_version"')
-_STEP = Clue(rb'"step_id"\s*:', b'"step_id"')
-_SOURCE = Clue(rb'"source"\s*:\s*"(system|user|agent)"', b'"source"')
 ROLES = {"system": "system", "user": "user", "agent": "assistant"}
-
-
-def detect(head: bytes) -> bool:
-    if _VERSION.search(head):
-        return True
-    return _STEP.search(head) and _SOURCE.search(head)
 
 
 class _Calls:
@@ -227,7 +218,7 @@ def steps_messages(steps: list[Any]) -> list[Message]:
     return each_item(steps, convert, what="step")
 
 
-class ATIFFormat(Format, name="atif", writable=False, detect=detect):
+class ATIFFormat(Format, name="atif", writable=False):
     """Agent Trajectory Interchange Format (Harbor ATIF-v1.x steps; read only)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,33 +33,23 @@ class ReadOptions:
 
 class Format:
     """What an adapter declares about itself, once, in its class statement: its
-    name, whether it can be written and the rule that tells its files by their
-    first bytes (or it overrides `detect`); its docstring is its one line for
-    `ctxpack formats`."""
+    name and whether it can be written; its docstring is its one line for
+    `ctxpack formats`. The rule that tells its files by their bytes is in
+    signs.RULES under its name."""
 
     name: str
     description: str
     writable: bool
-    _detect: Callable[[bytes], bool] | None = None
 
-    def __init_subclass__(
-        cls,
-        *,
-        name: str,
-        writable: bool,
-        detect: Callable[[bytes], bool] | None = None,
-    ) -> None:
+    def __init_subclass__(cls, *, name: str, writable: bool) -> None:
         super().__init_subclass__()
         cls.name, cls.writable = name, writable
         cls.description = " ".join((cls.__doc__ or "").split())
-        if detect is not None:
-            cls._detect = staticmethod(detect)
 
     def detect(self, head: bytes) -> bool:
-        rule = type(self)._detect
-        if rule is None:
-            raise NotImplementedError(f"{self.name} names no detection rule")
-        return rule(head)
+        from ctxpack.formats.signs import RULES
+
+        return bool(RULES[self.name](head))
 
     def write(self, transcript: Transcript, *, counter: TokenCounter) -> bytes:
         raise NotImplementedError(f"{self.name} is read only")

@@ -15,7 +15,6 @@ written back where they were.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +25,6 @@ from ctxpack.transcript import Message, Session, Transcript
 
 # Entries that take part in the uuid/parentUuid tree.
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
-_DETECT = re.compile(
-    rb'"(parentUuid|leafUuid)"\s*:|^\{\s*"type"\s*:\s*"(file-history-snapshot|queue-operation|'
-    rb'permission-mode|last-prompt|ai-title)"'
-)
 
 
 @dataclass(frozen=True)
@@ -54,10 +49,6 @@ class ClaudeCodeContext:
     units: dict[int, Derived] = field(default_factory=dict)
     # id(message) -> ("user" or "assistant", the lines it was read from).
     where: dict[int, tuple[str, list[int]]] = field(default_factory=dict)
-
-
-def detect(head: bytes) -> bool:
-    return jsonl.any_line(head, _DETECT)
 
 
 def is_entry(obj: dict[str, Any] | None) -> bool:
@@ -237,7 +228,7 @@ def chain_transcript(
     )
 
 
-class ClaudeCodeFormat(Format, name="claude-code", writable=True, detect=detect):
+class ClaudeCodeFormat(Format, name="claude-code", writable=True):
     """Claude Code session log (JSONL tree of typed lines; compact_boundary markers)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

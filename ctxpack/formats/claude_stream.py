@@ -19,7 +19,6 @@ the markers of earlier compactions; init, result and subagent lines stay.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ctxpack import messages as m
@@ -30,10 +29,6 @@ from ctxpack.formats.claude_code_write import SessionWriter, Slot, write
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-_DETECT = re.compile(
-    rb'^\{\s*"type"\s*:\s*"(system|assistant|user|result)"\s*,\s*"message"\s*:\s*\{|'
-    rb'^\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"init"'
-)
 Obj = dict[str, Any]
 
 
@@ -164,9 +159,6 @@ class StreamWriter(SessionWriter):
 
 class ClaudeStreamFormat(Format, name="claude-stream-json", writable=True):
     """Claude Code stream-json output (claude -p --output-format stream-json)"""
-
-    def detect(self, head: bytes) -> bool:
-        return jsonl.any_line(head, _DETECT)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         doc = jsonl.parse(data, path=path, options=options)

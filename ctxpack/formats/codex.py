@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import markers
-from ctxpack.formats import jsoncodec, jsonl
+from ctxpack.formats import jsoncodec, jsonl, signs
 from ctxpack.formats.base import (
     BOM,
     Format,
@@ -37,17 +37,7 @@ from ctxpack.formats.base import (
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-# The line start Codex writes: timestamp, the ordinal (0.171 on), then the
-# item's type tag, one of the RolloutItem variants.
-_LINE_START = (
-    rb'^\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?P<ordinal>"ordinal"\s*:\s*(?P<n>\d+)\s*,\s*)?'
-)
-_DETECT = re.compile(
-    _LINE_START + rb'"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context|'
-    rb'compacted|world_state|token_usage_record|inter_agent_communication(?:_metadata)?)"'
-    rb'\s*,\s*"payload"\s*:'
-)
-_ORDINAL = re.compile(_LINE_START)
+_ORDINAL = re.compile(signs.CODEX_LINE_START)
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUT_TYPES = frozenset(
     {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
@@ -85,10 +75,6 @@ class CodexContext:
     mirrors: dict[str, list[int]] = field(default_factory=dict)
     # The line of the last `compacted` entry; -1 when there is none.
     compacted_at: int = -1
-
-
-def detect(head: bytes) -> bool:
-    return jsonl.any_line(head, _DETECT)
 
 
 def first_ordinal(doc: jsonl.Lines) -> int | None:
@@ -317,7 +303,7 @@ def read_doc(doc: jsonl.Lines) -> tuple[Session, str | None]:
     return session, stamp if isinstance(stamp, str) else None
 
 
-class CodexFormat(Format, name="codex", writable=True, detect=detect):
+class CodexFormat(Format, name="codex", writable=True):
     """OpenAI Codex CLI rollout (JSONL of response items; compacted markers)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

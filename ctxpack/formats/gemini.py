@@ -28,17 +28,10 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Clue, Format, ReadOptions, is_blank, split_lines
+from ctxpack.formats.base import BOM, Format, ReadOptions, is_blank, split_lines
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error
 from ctxpack.transcript import Message, Session, Transcript
 
-_CONTENTS = Clue(
-    rb'"role"\s*:\s*"model"'
-    rb'|"parts"\s*:\s*\[\s*\{\s*"(text|thought|functionCall|functionResponse|inlineData|fileData)"',
-    b'"model"',
-    b'"parts"',
-)
-_RECORDING = Clue(rb'"projectHash"\s*:\s*"', b'"projectHash"')
 NOTICE_TYPES = frozenset({"info", "error", "warning"})
 
 
@@ -303,10 +296,6 @@ def _recording_lines(
 
 class GeminiFormat(Format, name="gemini", writable=False):
     """Gemini CLI chat history (model Contents, or a session recording; read only)"""
-
-    def detect(self, head: bytes) -> bool:
-        recording = _RECORDING.search(head) and b'"sessionId"' in head
-        return recording or _CONTENTS.search(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         body = data.removeprefix(BOM)

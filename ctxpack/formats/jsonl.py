@@ -3,7 +3,6 @@ raw bytes next to its parsed object, so writers touch only the lines they edit."
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,29 +90,3 @@ class Edits:
         out.extend(new(self.append))
         final = doc.final_newline or not doc.raw
         return (BOM if doc.bom else b"") + join_lines(out, final_newline=final)
-
-
-# A line's own top-level keys sit before its big nested values; looking at the
-# start of each line is enough to tell the typed-line formats apart, even when
-# a line is far longer than the detection head.
-_LINE_PREFIX = 4096
-
-
-def line_starts(head: bytes, *, limit: int = 20) -> list[bytes]:
-    starts = []
-    # Found line by line: the head may be a whole large file, which splitting
-    # would copy for the sake of its first lines.
-    start = 0
-    for _ in range(limit):
-        end = head.find(b"\n", start)
-        line = (head[start:] if end < 0 else head[start:end]).strip()
-        if line:
-            starts.append(line[:_LINE_PREFIX])
-        if end < 0:
-            break
-        start = end + 1
-    return starts
-
-
-def any_line(head: bytes, pattern: re.Pattern[bytes]) -> bool:
-    return any(pattern.search(start) for start in line_starts(head))

@@ -94,9 +94,6 @@ def validate_message(obj: Any) -> str | None:
 class OpenAIFormat(Format, name="openai", writable=True):
     """OpenAI chat messages: JSONL, a JSON array, or records holding a message list"""
 
-    def detect(self, head: bytes) -> bool:
-        return b'"role"' in head or b'"messages"' in head or b'"traj"' in head
-
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         bom = data.startswith(BOM)
         body = data[len(BOM) :] if bom else data

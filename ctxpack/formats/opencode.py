@@ -22,7 +22,7 @@ from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import BOM, Clue, Format, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import BOM, Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.openhands import summary_message
 from ctxpack.formats.origins import pairs
 from ctxpack.refs import sha256_hex
@@ -30,8 +30,6 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.transcript import Message, Session, Transcript
 
-_SESSION = Clue(rb'"sessionID"\s*:\s*"ses_', b'"sessionID"')
-_PARTS = Clue(rb'"parts"\s*:\s*\[', b'"parts"')
 Doc = dict[str, Any]
 
 
@@ -45,10 +43,6 @@ class OpencodeLayout:
 class OpencodeContext:
     # id(message) -> the index of the opencode message it was read from.
     where: dict[int, int] = field(default_factory=dict)
-
-
-def detect(head: bytes) -> bool:
-    return head.lstrip()[:1] == b"{" and _SESSION.search(head) and _PARTS.search(head)
 
 
 def _obj(value: Any) -> Doc:
@@ -96,7 +90,7 @@ def messages_of(item: Doc) -> list[Message]:
     return [msg, *results]
 
 
-class OpencodeFormat(Format, name="opencode", writable=True, detect=detect):
+class OpencodeFormat(Format, name="opencode", writable=True):
     """opencode session export (`opencode export` JSON)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

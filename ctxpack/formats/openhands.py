@@ -20,19 +20,10 @@ from typing import Any
 from ctxpack import markers
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Clue, Format, ReadOptions, split_lines
+from ctxpack.formats.base import BOM, Format, ReadOptions, split_lines
 from ctxpack.transcript import Message, Session, Transcript
 
-_V0 = Clue(rb'"source"\s*:\s*"(agent|user|environment)"', b'"source"')
-_V0_KIND = Clue(rb'"(action|observation)"\s*:\s*"', b'"action"', b'"observation"')
-_V1 = Clue(
-    rb'"kind"\s*:\s*"(SystemPromptEvent|MessageEvent|ActionEvent|ObservationEvent)"', b'"kind"'
-)
 SKIPPED_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "condensation"})
-
-
-def detect(head: bytes) -> bool:
-    return _V1.search(head) or (_V0.search(head) and _V0_KIND.search(head))
 
 
 def summary_message(text: str) -> Message:
@@ -250,7 +241,7 @@ def _last_timestamp(events: list[Any]) -> str | None:
     return None
 
 
-class OpenHandsFormat(Format, name="openhands", writable=False, detect=detect):
+class OpenHandsFormat(Format, name="openhands", writable=False):
     """OpenHands event stream (V0 actions/observations or V1 SDK events; read only)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

@@ -20,7 +20,6 @@ tool calls (arguments as compact JSON); a `toolResult` is a `tool` message.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,6 @@ from ctxpack.formats.openhands import summary_message
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
-_HEADER = re.compile(rb'^\{\s*"type"\s*:\s*"session"\s*,[^\n]*"cwd"\s*:')
 BRANCH_PREFIX = "The following is a summary of a branch that this conversation came back from:"
 
 
@@ -54,11 +52,6 @@ class PiContext:
     where: dict[int, int] = field(default_factory=dict)
     # Path lines before the latest compaction's first kept entry: pi shows none.
     hidden: set[int] = field(default_factory=set)
-
-
-def detect(head: bytes) -> bool:
-    starts = jsonl.line_starts(head, limit=1)
-    return bool(starts) and bool(_HEADER.match(starts[0]))
 
 
 def content_of(content: Any) -> Any:
@@ -202,7 +195,7 @@ def read_doc(doc: jsonl.Lines, version: int) -> Session:
     )
 
 
-class PiFormat(Format, name="pi", writable=True, detect=detect):
+class PiFormat(Format, name="pi", writable=True):
     """pi coding agent session (JSONL entries; v3 tree and compaction entries)"""
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec, jsonspans
-from ctxpack.formats.base import Clue, Format, ReadOptions, context_of, layout_of
+from ctxpack.formats.base import Format, ReadOptions, context_of, layout_of
 from ctxpack.formats.records import RecordDocument, RecordLines, open_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
@@ -27,7 +27,6 @@ from ctxpack.transcript import Message, Session, Transcript
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 TOOL_RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*</tool_response>", re.S)
-_DETECT = Clue(rb'"conversations"\s*:\s*\[\s*\{\s*"(from|value)"', b'"conversations"')
 
 ROLES = {
     "system": "system",
@@ -207,9 +206,6 @@ def _line_session(record: Any, number: int) -> Session:
 
 class ShareGPTFormat(Format, name="sharegpt", writable=True):
     """ShareGPT conversations (glaive function calls, Hermes tool tags), JSON or JSONL"""
-
-    def detect(self, head: bytes) -> bool:
-        return _DETECT.search(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         file = open_file(data, path=path)

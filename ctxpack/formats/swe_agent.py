@@ -15,14 +15,8 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Clue, Format, ReadOptions
+from ctxpack.formats.base import BOM, Format, ReadOptions
 from ctxpack.transcript import Message, Session, Transcript
-
-_HISTORY = Clue(rb'"history"\s*:\s*\[\s*\{', b'"history"')
-_MARKS = Clue(
-    rb'"(message_type|trajectory|environment|replay_config)"\s*:|"agent"\s*:\s*"',
-    *(b'"message_type"', b'"trajectory"', b'"environment"', b'"replay_config"', b'"agent"'),
-)
 
 
 def history_messages(history: list[Any]) -> list[Message]:
@@ -63,9 +57,6 @@ def _close(open_calls: list[str], call_id: str) -> None:
 
 class SWEAgentFormat(Format, name="swe-agent", writable=False):
     """SWE-agent trajectory (.traj history; read only)"""
-
-    def detect(self, head: bytes) -> bool:
-        return _HISTORY.search(head) and _MARKS.search(head)
 
     def read(self, data: bytes, *, path: str, options: ReadOptions) -> Transcript:
         try:
