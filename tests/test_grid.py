@@ -76,6 +76,14 @@ def test_rows_laid_out_together_read_as_rows_laid_out_alone(table: Grid, width: 
     assert rich_lines(table.to_rich(width), width) == rich_lines(table.to_rich(), width)
 
 
+def test_an_empty_cell_keeps_its_line_when_rows_are_laid_out_together() -> None:
+    table = Grid(show_header=False)
+    table.add_column("")
+    table.add_row([])  # no styled pieces at all
+    table.add_row("a")
+    assert rich_lines(table.to_rich(40), 40) == rich_lines(table.to_rich(), 40) == "   \n a \n"
+
+
 def test_a_long_listing_goes_to_rich_as_one_row() -> None:
     table = Grid(title="batch")
     table.add_column("file", no_wrap=True)

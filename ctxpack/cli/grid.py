@@ -171,8 +171,9 @@ def _merged(rows: list[Row]) -> list[Row]:
         cells = []
         for column in zip(*(row.cells for row in run), strict=True):
             pieces: list[tuple[str, str]] = []
-            for cell in column:
-                if pieces:
+            for at, cell in enumerate(column):
+                if at:
+                    # Each row's line, an empty cell's too.
                     pieces.append(("\n", ""))
                 pieces += _pieces(cell)
             cells.append(pieces)
