@@ -59,6 +59,8 @@ def count(
     the turns after its last compact boundary (a note says how many come before;
     --all counts them too)."""
     from ctxpack.cli.render import breakpoint_table, count_report, note
+    from ctxpack.pipeline.counting import count_by_stretches
+    from ctxpack.pipeline.run import parse_transcript
     from ctxpack.tokens.tally import count_transcript
 
     counter = opts.counter(ctx, opts.resolve(ctx))
@@ -70,15 +72,11 @@ def count(
         raw = files.read_input(path)
         options = opts.read_options(ctx, keep_bytes=False, whole_history=whole)
         if not cache_breakpoints:
-            from ctxpack.pipeline.counting import count_by_stretches
-
             name = files.display_name(path)
             found = count_by_stretches(raw, path=name, fmt=fmt, options=options, counter=counter)
             if found is not None:
                 reports.append(found)
                 continue
-        from ctxpack.pipeline.run import parse_transcript
-
         transcript = parse_transcript(raw, source=path, fmt=fmt, options=options)
         del raw
         # (stdin cannot be read twice: it is counted without the note)

@@ -164,7 +164,7 @@ def _sessions_table(report: CountReport) -> Grid:
         table.add_row(label, f"{t.messages:,}", f"{t.tokens:,}")
     hidden = len(report.sessions) - MAX_SESSION_ROWS
     if hidden > 0:
-        table.add_row(f"… {hidden} more (see --json)", "", "")
+        table.add_row(f"… {hidden} more (see --json)", "", "", dim=True)
     return table
 
 

@@ -15,8 +15,10 @@ so what is counted and every error are the whole reader's.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 from ctxpack import formats
 from ctxpack.errors import InputError
@@ -32,10 +34,10 @@ STRETCHES_MIN_BYTES = 4 << 20
 _FORMAT = "openai"
 _MESSAGES = "jsonl-messages"
 
-# What a stretch hands back: its tally in plain data (marshal carries it), the
+# What a stretch hands back: its tally's fields (marshal carries them), the
 # lines it skipped (--skip-invalid) and its session's label; None when it
 # reads otherwise than in the whole file.
-_Stretch = tuple[int, int, list[tuple[str, int]], list[tuple[str, int]], list[int], int, str]
+_Stretch = tuple[dict[str, Any], int, str]
 
 
 def count_by_stretches(
@@ -45,7 +47,7 @@ def count_by_stretches(
     a stretch of lines per core; None when the file is not read that way
     (too small, one core, not one chat message per line, or a stretch that
     reads otherwise): the caller reads it whole."""
-    workers = counter.workers or forked.available_workers()
+    workers = counter.processes
     if len(data) < STRETCHES_MIN_BYTES or workers < 2 or not forked.can_fork():
         return None
     if options.messages_key or fmt not in (None, _FORMAT) or not _one_message_per_line(data):
@@ -69,24 +71,16 @@ def count_by_stretches(
         own = TokenCounter(encoding=counter.encoding_name, estimate=counter.estimate, workers=1)
         report = count_transcript(transcript, counter=own)
         ((label, tally),) = report.sessions
-        return (
-            tally.messages,
-            tally.tokens,
-            list(tally.messages_by_role.items()),
-            list(tally.tokens_by_role.items()),
-            list(tally.tokens_by_kind.values()),
-            report.skipped_lines,
-            label,
-        )
+        return dataclasses.asdict(tally), report.skipped_lines, label
 
     found = forked.map_chunks(count, bounds, workers=len(bounds))
-    if any(part is None for part in found):
-        return None
     parts = [part for part in found if part is not None]
+    if len(parts) < len(found):
+        return None
     # Merged in the file's order: a role is listed where it first comes.
     session = Tally()
-    for part in parts:
-        session.merge(_tally(part))
+    for fields, _, _ in parts:
+        session.merge(Tally(**fields))
     if not session.messages:
         return None  # the whole reader says why there is nothing to count
     total = Tally()
@@ -96,9 +90,9 @@ def count_by_stretches(
         format=_FORMAT,
         encoding=counter.encoding_name,
         estimate=counter.estimate,
-        sessions=[(parts[0][6], session)],
+        sessions=[(parts[0][2], session)],
         total=total,
-        skipped_lines=sum(part[5] for part in parts),
+        skipped_lines=sum(skipped for _, skipped, _ in parts),
     )
 
 
@@ -135,12 +129,3 @@ def _stretches(data: bytes, workers: int) -> list[tuple[int, int]]:
         cuts.append(at + 1)
     cuts.append(len(data))
     return [(start, stop) for start, stop in itertools.pairwise(cuts) if stop > start]
-
-
-def _tally(part: _Stretch) -> Tally:
-    messages, tokens, by_role, tokens_by_role, by_kind, _, _ = part
-    found = Tally(messages=messages, tokens=tokens)
-    found.messages_by_role = dict(by_role)
-    found.tokens_by_role = dict(tokens_by_role)
-    found.tokens_by_kind = dict(zip(found.tokens_by_kind, by_kind, strict=True))
-    return found

@@ -70,8 +70,7 @@ class Compress:
                 )
 
         messages = sum(len(session.messages) for session in transcript.sessions)
-        cores = counter.workers or forked.available_workers()
-        if cores < 2 or messages < tokens.PARALLEL_MIN_MESSAGES:
+        if counter.processes < 2 or messages < tokens.PARALLEL_MIN_MESSAGES:
             return _then(lambda: settle(check()))
         return forked.in_child(check, done=settle)
 

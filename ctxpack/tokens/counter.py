@@ -95,6 +95,11 @@ class TokenCounter:
         # None: as many processes as this machine gives us, for large inputs.
         self.workers = workers
 
+    @property
+    def processes(self) -> int:
+        """How many processes work on a large input counted here."""
+        return self.workers or forked.available_workers()
+
     def prime(self, msgs: list[Message]) -> None:
         """Count every message not counted yet, on several cores when that pays.
 
@@ -136,7 +141,7 @@ class TokenCounter:
                 self._encoder()
             return todo, 1
         self._encoder()  # loaded once here, not once per child
-        return todo, self.workers or forked.available_workers()
+        return todo, self.processes
 
     def _chars(self, msgs: list[Message]) -> int:
         """Roughly the characters an exact count of msgs tokenizes."""
