@@ -11,6 +11,8 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "tool_output",
 IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 SYSTEM_ROLES = ("system", "developer")
+# The roles of tool results: a tool message, or the legacy function message.
+RESULT_ROLES = ("tool", "function")
 
 
 def role(msg: Message) -> str:
@@ -23,8 +25,7 @@ def is_system(msg: Message) -> bool:
 
 
 def is_tool_result(msg: Message) -> bool:
-    value = msg.get("role")
-    return value == "tool" or value == "function"
+    return msg.get("role") in RESULT_ROLES
 
 
 def tool_calls(msg: Message) -> list[dict[str, Any]]:

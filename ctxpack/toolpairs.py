@@ -15,7 +15,7 @@ A result that answers nothing is an orphan; so is a call no result answers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -26,11 +26,14 @@ from ctxpack.transcript import Message
 LEGACY_SLOT = -1
 
 
-@dataclass(frozen=True)
-class ToolUse:
-    """One call an assistant message made."""
+class ToolUse(NamedTuple):
+    """One call an assistant message made. A tuple: a long session makes one
+    per call in each of several passes, and a frozen dataclass costs three
+    times as much to make and to hash."""
 
-    index: int  # position of the assistant message in the list
+    # The position of the assistant message in the list. (It hides the tuple's
+    # own index method, which nothing calls on a call.)
+    index: int  # type: ignore[assignment]
     call_id: str  # "" for legacy function_call
     name: str
     arguments: str  # raw JSON text as the model wrote it
@@ -81,6 +84,10 @@ class Pairing:
     answered: dict[int, set[int]]
     # Indexes of the results that answer no call.
     orphan_results: list[int]
+
+    def results(self) -> list[int]:
+        """Indexes of every tool result, in order: each answers a call or is an orphan."""
+        return sorted([*self.links, *self.orphan_results])
 
     def unanswered(self) -> list[ToolUse]:
         return [use for use in self.calls if use.slot not in self.answered.get(use.index, ())]
@@ -151,7 +158,9 @@ def pair(messages: list[Message]) -> Pairing:
     # The id-less calls of the assistant message the current run of results follows.
     positional: list[ToolUse] = []
     for index, msg in enumerate(messages):
-        if m.is_tool_result(msg):
+        # The role is read once here: this loop runs once per message of a session.
+        role = msg.get("role")
+        if role in m.RESULT_ROLES:
             tcid = m.result_call_id(msg)
             targets = ([latest_by_id[tcid]] if tcid in latest_by_id else []) if tcid else positional
             if not targets:
@@ -162,7 +171,7 @@ def pair(messages: list[Message]) -> Pairing:
                 answered.setdefault(use.index, set()).add(use.slot)
             continue
         positional = []
-        if m.role(msg) == "assistant":
+        if role == "assistant":
             for use in calls_of(msg, index):
                 calls.append(use)
                 if use.call_id:

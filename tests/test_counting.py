@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from ctxpack import formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
+from ctxpack.formats import HEAD_BYTES
 from ctxpack.formats.base import BOM, ReadOptions
 from ctxpack.pipeline import counting
 from ctxpack.pipeline.counting import count_by_stretches
@@ -81,6 +83,27 @@ def test_files_not_one_message_per_line_are_read_whole() -> None:
     one = TokenCounter(workers=1)
     assert count_by_stretches(data, path="s", fmt=None, options=COUNTING, counter=one) is None
     assert count_by_stretches(data, path="s", fmt="openai", options=COUNTING, counter=counter)
+
+
+@pytest.mark.usefixtures("any_size")
+def test_a_file_another_format_claims_by_a_late_line_is_read_whole() -> None:
+    """The format is told from the clue words each stretch found: a Gemini
+    turn past the head makes the file Gemini's, as the whole reader finds."""
+    data = _jsonl(_tau_messages())
+    late = _jsonl([{"role": "model", "parts": [{"text": "done"}]}])
+    counter = TokenCounter(workers=2)
+    assert len(data) > 2 * HEAD_BYTES
+    assert formats.detect(data + late, path="s").name == "gemini"
+    found = count_by_stretches(data + late, path="s", fmt=None, options=COUNTING, counter=counter)
+    assert found is None
+    # Its clue words alone tell nothing: counted by stretches.
+    keys = _jsonl([{"role": "user", "content": "hi", "model": "m", "parts": 2}])
+    assert b'"model"' in keys and b'"parts"' in keys
+    found = count_by_stretches(
+        data + keys, path="s.jsonl", fmt=None, options=COUNTING, counter=counter
+    )
+    assert found is not None
+    assert found.to_dict() == _whole(data + keys, estimate=False).to_dict()
 
 
 def test_a_small_file_is_read_whole() -> None:

@@ -203,6 +203,21 @@ def test_every_clue_answers_the_same_inside_the_one_pass() -> None:
         assert base._held.get() is None
 
 
+def test_the_words_of_a_file_are_those_of_its_stretches_of_lines() -> None:
+    source = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
+    data = source.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    words = words_in(data[:cut], Clue.words_of_all) | words_in(data[cut:], Clue.words_of_all)
+    assert words == words_in(data, Clue.words_of_all)
+    alone = {label: clue.search(data) for label, clue in _clues()}
+    with searching_whole(data, words=words):
+        assert base._held.get() == (data, words)
+        assert {label: clue.search(data) for label, clue in _clues()} == alone
+    # So that it stays true, no word spans a line.
+    with pytest.raises(ValueError, match="line break"):
+        Clue(rb"a\nb", b"a\nb")
+
+
 def test_a_large_chat_file_is_openai_and_its_late_document_keys_still_count() -> None:
     line = json.dumps({"role": "user", "content": "a" * 200}).encode() + b"\n"
     chat = line * (2 * formats.HEAD_BYTES // len(line))

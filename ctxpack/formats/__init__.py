@@ -87,7 +87,15 @@ def is_binary(head: bytes) -> bool:
     return control > len(head) // 20
 
 
-def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> FormatAdapter:
+def detect(
+    data: bytes,
+    *,
+    path: str,
+    options: ReadOptions | None = None,
+    words: frozenset[bytes] | None = None,
+) -> FormatAdapter:
+    """The format of `data`. `words`: which clue words (base.Clue) the file
+    holds, when the caller found them already."""
     head = data[len(BOM) : len(BOM) + HEAD_BYTES] if data.startswith(BOM) else data[:HEAD_BYTES]
     if not head.strip():
         return REGISTRY["openai"]
@@ -98,7 +106,7 @@ def detect(data: bytes, *, path: str, options: ReadOptions | None = None) -> For
     if found is None and len(data) > len(head):
         # Searched in place: the bytes already read, never parsed twice.
         whole = data.removeprefix(BOM)
-        with searching_whole(whole):
+        with searching_whole(whole, words=words):
             found = next((name for name, rule in specific if rule(whole)), None)
         head = whole
     if found is not None:

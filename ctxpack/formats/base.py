@@ -66,6 +66,9 @@ class Clue:
     words_of_all: ClassVar[set[bytes]] = set()
 
     def __init__(self, pattern: bytes, *words: bytes) -> None:
+        # A file's words are then those of its stretches of lines, found apart.
+        if any(b"\n" in word for word in words):
+            raise ValueError("a clue word holds no line break")
         self.pattern = re.compile(pattern)
         self.words = words
         Clue.words_of_all.update(words)
@@ -88,14 +91,18 @@ ONE_PASS_MIN_BYTES = 512 << 10
 
 
 @contextmanager
-def searching_whole(data: bytes) -> Iterator[None]:
+def searching_whole(data: bytes, *, words: frozenset[bytes] | None = None) -> Iterator[None]:
     """Clues search `data` knowing which of their words it holds: found in one
     pass of one alternation of them all, where a search per word would read a
-    large file once for each word it lacks."""
-    if len(data) < ONE_PASS_MIN_BYTES:
-        yield
-        return
-    token = _held.set((data, words_in(data, Clue.words_of_all)))
+    large file once for each word it lacks. `words`: those of Clue.words_of_all
+    that `data` holds, when the caller found them already (no word spans a
+    line, so the words of a file are those of its stretches of lines)."""
+    if words is None:
+        if len(data) < ONE_PASS_MIN_BYTES:
+            yield
+            return
+        words = words_in(data, Clue.words_of_all)
+    token = _held.set((data, words))
     try:
         yield
     finally:

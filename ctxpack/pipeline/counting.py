@@ -23,7 +23,7 @@ from typing import Any
 from ctxpack import formats
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, ReadOptions
+from ctxpack.formats.base import BOM, Clue, ReadOptions, words_in
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.encodings import get_encoding
@@ -35,9 +35,9 @@ _FORMAT = "openai"
 _MESSAGES = "jsonl-messages"
 
 # What a stretch hands back: its tally's fields (marshal carries them), the
-# lines it skipped (--skip-invalid) and its session's label; None when it
-# reads otherwise than in the whole file.
-_Stretch = tuple[dict[str, Any], int, str]
+# lines it skipped (--skip-invalid), its session's label and the clue words
+# it holds; None when it reads otherwise than in the whole file.
+_Stretch = tuple[dict[str, Any], int, str, frozenset[bytes]]
 
 
 def count_by_stretches(
@@ -45,14 +45,12 @@ def count_by_stretches(
 ) -> CountReport | None:
     """count_transcript of the transcript in `data` (read from `path`), found
     a stretch of lines per core; None when the file is not read that way
-    (too small, one core, not one chat message per line, or a stretch that
-    reads otherwise): the caller reads it whole."""
+    (too small, one core, not one chat message per line, of another format,
+    or a stretch that reads otherwise): the caller reads it whole."""
     workers = counter.processes
     if len(data) < STRETCHES_MIN_BYTES or workers < 2 or not forked.can_fork():
         return None
     if options.messages_key or fmt not in (None, _FORMAT) or not _one_message_per_line(data):
-        return None
-    if fmt is None and formats.detect(data, path=path).name != _FORMAT:
         return None
     bounds = _stretches(data, workers)
     if not counter.estimate:
@@ -61,8 +59,12 @@ def count_by_stretches(
 
     def count(stretch: Sequence[tuple[int, int]]) -> _Stretch | None:
         ((start, stop),) = stretch
+        part = data[start:stop]
+        # What telling the format searches the whole file for, found here a
+        # stretch at a time: the format is told once every stretch is read.
+        words = words_in(part, Clue.words_of_all) if fmt is None else frozenset()
         try:
-            transcript = adapter.read(data[start:stop], path=path, options=options)
+            transcript = adapter.read(part, path=path, options=options)
         except InputError:
             return None
         layout = transcript.layout
@@ -71,15 +73,19 @@ def count_by_stretches(
         own = TokenCounter(encoding=counter.encoding_name, estimate=counter.estimate, workers=1)
         report = count_transcript(transcript, counter=own)
         ((label, tally),) = report.sessions
-        return dataclasses.asdict(tally), report.skipped_lines, label
+        return dataclasses.asdict(tally), report.skipped_lines, label, words
 
     found = forked.map_chunks(count, bounds, workers=len(bounds))
     parts = [part for part in found if part is not None]
     if len(parts) < len(found):
         return None
+    if fmt is None:
+        words = frozenset().union(*(held for *_, held in parts))
+        if formats.detect(data, path=path, words=words).name != _FORMAT:
+            return None
     # Merged in the file's order: a role is listed where it first comes.
     session = Tally()
-    for fields, _, _ in parts:
+    for fields, *_ in parts:
         session.merge(Tally(**fields))
     if not session.messages:
         return None  # the whole reader says why there is nothing to count
@@ -92,7 +98,7 @@ def count_by_stretches(
         estimate=counter.estimate,
         sessions=[(parts[0][2], session)],
         total=total,
-        skipped_lines=sum(skipped for _, skipped, _ in parts),
+        skipped_lines=sum(skipped for _, skipped, *_ in parts),
     )
 
 

@@ -193,13 +193,14 @@ def _plans(
     """(index, (replacement, action, tool, reason)) of every message planned."""
     messages = index.messages
     links = index.pairing.links
-    infos = {i: index.call_info(i) for i, msg in enumerate(messages) if _is_out(msg)}
+    outputs = index.pairing.results()
+    infos = {i: index.call_info(i) for i in outputs}
     superseded = find_superseded(infos)
-    duplicates = _duplicates(messages, settings.duplicate_chars)
+    duplicates = _duplicates(messages, outputs, settings.duplicate_chars)
     plans: list[tuple[int, tuple[Message, str, str, str]]] = []
     for at in range(head, tail):
         msg = messages[at]
-        if _is_out(msg):
+        if at in infos:
             planned = _plan_output(
                 msg,
                 index=at,
@@ -281,13 +282,14 @@ def _is_out(msg: Message) -> bool:
     return m.is_tool_result(msg)
 
 
-def _duplicates(messages: list[Message], min_chars: int) -> dict[int, int]:
-    """Map each output repeated verbatim later to the index of its last copy."""
+def _duplicates(messages: list[Message], outputs: list[int], min_chars: int) -> dict[int, int]:
+    """Map each output repeated verbatim later to the index of its last copy;
+    `outputs`: the indexes of the tool outputs, in order."""
     last: dict[str, int] = {}
     out: dict[int, int] = {}
-    for index in range(len(messages) - 1, -1, -1):
+    for index in reversed(outputs):
         msg = messages[index]
-        if not _is_out(msg) or m.image_count(msg):
+        if m.image_count(msg):
             continue
         body = m.text(msg)
         if len(body) < min_chars or is_pruned(body):
