@@ -67,6 +67,12 @@ def is_summary(msg: Message) -> bool:
     """True for a message that holds a compaction summary rather than a turn."""
     # Every stage asks this of every message: look at the parts where they
     # are instead of joining them (none of the markers spans a line break).
+    content = msg.get("content")
+    if type(content) is str:
+        # Most messages are one string: its one part, read in place.
+        if content.startswith(_OPENINGS, _text_start(content)):
+            return True
+        return _PREFIX_HEAD in content and SUMMARY_END in content
     parts = [text for text in m.text_parts(msg) if text]
     first = next((text for text in parts if not text.isspace()), "")
     if first.startswith(_OPENINGS, _text_start(first)):
