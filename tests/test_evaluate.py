@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxpack import formats, markers
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.errors import UsageError
+from ctxpack.evaluate.checks import MessageSet, message_key
 from ctxpack.evaluate.gate import gate, parse_min_retention
 from ctxpack.evaluate.retention import (
     CATEGORIES,
@@ -494,3 +497,30 @@ def test_region_ratio_pools_by_sum(counter: TokenCounter) -> None:
     assert both.region_tokens_before == one.region_tokens_before + two.region_tokens_before
     assert both.region_tokens_after == one.region_tokens_after + two.region_tokens_after
     assert both.region_ratio == round(both.region_tokens_after / both.region_tokens_before, 4)
+
+
+_CALLS = st.lists(
+    st.fixed_dictionaries(
+        {"id": st.sampled_from(["c1", "c2", 7]), "function": st.just({"name": "ls"})}
+    ),
+    max_size=2,
+)
+_MESSAGES = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "tool", 3]),
+        "content": st.one_of(st.none(), st.sampled_from(["ab", "ba", "abc"]), st.just([])),
+    },
+    optional={"tool_calls": _CALLS, "tool_call_id": st.sampled_from(["c1", "c2"])},
+)
+
+
+@given(st.lists(_MESSAGES, max_size=6), st.lists(_MESSAGES, max_size=6))
+def test_a_message_set_holds_what_an_equal_message_key_says(
+    members: list[Message], others: list[Message]
+) -> None:
+    """Lengths, call counts and call ids collide on purpose: the set answers
+    by the whole key, or by identity, never by its cheap digest alone."""
+    held = MessageSet(members)
+    keys = {message_key(msg) for msg in members}
+    for msg in [*members, *others]:
+        assert (msg in held) == (message_key(msg) in keys)

@@ -54,13 +54,18 @@ def message_key(msg: Message) -> bytes:
     return exact_copy(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
 
 
-def _shape(msg: Message) -> tuple[str, int, int]:
-    """A cheap digest that equal message_keys always share."""
+def _shape(msg: Message) -> tuple[str, int, int, str | None]:
+    """A cheap digest that equal message_keys always share, and few unequal
+    ones: the id of its first call tells apart the many messages of a long
+    session that are one call and no text."""
     content, calls = msg.get("content"), msg.get("tool_calls")
+    first = calls[0] if isinstance(calls, list) and calls else None
+    call_id = first.get("id") if isinstance(first, dict) else None
     return (
         m.role(msg),
         len(content) if isinstance(content, str | list) else -1,
         len(calls) if isinstance(calls, list) else -1,
+        call_id if isinstance(call_id, str) else None,
     )
 
 
@@ -70,10 +75,10 @@ class MessageSet:
 
     def __init__(self, messages: list[Message]) -> None:
         self._ids = {id(msg) for msg in messages}
-        self._groups: dict[tuple[str, int, int], list[Message]] = {}
+        self._groups: dict[tuple[str, int, int, str | None], list[Message]] = {}
         for msg in messages:
             self._groups.setdefault(_shape(msg), []).append(msg)
-        self._keys: dict[tuple[str, int, int], set[bytes]] = {}
+        self._keys: dict[tuple[str, int, int, str | None], set[bytes]] = {}
 
     def __contains__(self, msg: Message) -> bool:
         if id(msg) in self._ids:

@@ -20,6 +20,7 @@ kept verbatim.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,12 +184,11 @@ class FactCache:
 
     def of(self, messages: list[Message], *, memo: FactMemo | None = None) -> Facts:
         """`memo`: the facts the run's summarizer found (SessionIndex.facts)."""
-        # Extraction is per message, so merging per-message facts in order
-        # gives what extract_facts(messages) gives.
-        collector = FactCollector()
-        for msg in messages:
-            collector.add(self._one(msg, memo))
-        return collector.facts()
+        return collected(self.each(messages, memo=memo))
+
+    def each(self, messages: list[Message], *, memo: FactMemo | None = None) -> list[MessageFacts]:
+        """The facts of each message, in order."""
+        return [self._one(msg, memo) for msg in messages]
 
     def _one(self, msg: Message, memo: FactMemo | None) -> MessageFacts:
         # The summarizer has just read most of these very messages.
@@ -200,6 +200,15 @@ class FactCache:
         if hit is None:
             hit = self._facts[key] = message_facts(msg)
         return hit
+
+
+def collected(each: Iterable[MessageFacts]) -> Facts:
+    """The facts of messages from those of each one: extraction is per message,
+    so merging them in order gives what extract_facts(messages) gives."""
+    collector = FactCollector()
+    for facts in each:
+        collector.add(facts)
+    return collector.facts()
 
 
 def evaluate(
@@ -222,15 +231,17 @@ def evaluate(
     pairing = index.pairing
     ran = ran_only(original, pairing=pairing)
     replaced = [msg not in survivors for msg in original]
-    region = [now for now, gone in zip(ran, replaced, strict=True) if gone]
+    # The region is some of the messages that ran: each one's facts found once.
+    each = cache.each(ran, memo=index.facts)
+    region = [facts for facts, gone in zip(each, replaced, strict=True) if gone]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
     summaries = written_summaries(compacted, originals)
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
     return EvalReport(
         label="",
-        region=_retention(cache.of(region, memo=index.facts), survives),
-        transcript=_retention(cache.of(ran, memo=index.facts), survives),
+        region=_retention(collected(region), survives),
+        transcript=_retention(collected(each), survives),
         checks=[
             orphan_check(original, compacted, original_pairing=pairing),
             latest_user_check(original, compacted, haystack.text),
