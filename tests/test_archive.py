@@ -26,7 +26,7 @@ from ctxpack.archive.db import (
     default_path,
     resolve_path,
 )
-from ctxpack.archive.store import Archive
+from ctxpack.archive.store import Archive, OpenCompaction
 from ctxpack.archive.types import join_appended, parse_age
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.refs import ref_for
@@ -457,3 +457,52 @@ def test_a_group_that_fails_stores_none_of_its_records(tmp_path: Path) -> None:
         # The archive goes on as before: the next record commits on its own.
         _, output = record(store, FIXTURE_FILES[1].read_bytes())
         assert store.restore(output) == FIXTURE_FILES[1].read_bytes()
+
+
+def _begin(store: Archive, data: bytes) -> tuple[OpenCompaction, bytes]:
+    output, blobs = simulate_compaction(data)
+    opened = store.begin_compaction(
+        source_path="s", input_bytes=data, output_bytes=output, blobs=blobs, settings={}
+    )
+    return opened, output
+
+
+def test_an_open_compaction_is_stored_with_its_report_when_committed(tmp_path: Path) -> None:
+    db = tmp_path / "archive.db"
+    data = FIXTURE_FILES[0].read_bytes()
+    with Archive.open(str(db)) as store:
+        opened, output = _begin(store, data)
+        # Another process sees nothing of it before the commit.
+        assert _count(db, "compactions") == 0
+        opened.commit({"tokens_after": 200})
+        assert store.restore(output) == data
+        (found,) = store.log()
+        assert found.id == opened.id and found.report == {"tokens_after": 200}
+    # Stored as record_compaction stores it, to the byte.
+    twin = tmp_path / "twin.db"
+    with Archive.open(str(twin)) as store:
+        put_report = store.record_compaction(
+            source_path="s",
+            input_bytes=data,
+            output_bytes=output,
+            blobs=simulate_compaction(data)[1],
+            settings={},
+            report={"tokens_after": 200},
+        )
+    assert put_report == opened.id
+    rows = "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position"
+    assert sql(db).execute(rows).fetchall() == sql(twin).execute(rows).fetchall()
+
+
+def test_an_open_compaction_rolled_back_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "archive.db"
+    with Archive.open(str(db)) as store:
+        opened, _ = _begin(store, FIXTURE_FILES[0].read_bytes())
+        opened.rollback()
+        assert _count(db, "compactions") == 0 and _count(db, "blobs") == 0
+        opened.rollback()  # twice is harmless
+        # The archive goes on as before.
+        _, output = record(store, FIXTURE_FILES[1].read_bytes())
+        assert store.restore(output) == FIXTURE_FILES[1].read_bytes()
+        with store.grouped(), pytest.raises(RuntimeError, match="group"):
+            _begin(store, FIXTURE_FILES[2].read_bytes())

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxpack import formats, markers, toolpairs
+from ctxpack.archive.store import Archive
 from ctxpack.cli import app
 from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
 
@@ -280,12 +281,19 @@ def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_
     assert retention["region"]["paths"] == 1.0
     assert retention["region"]["commands"] == 1.0
     assert retention["failed_checks"] == []
+    # The archive's record holds the report as it ended, retention included.
+    with Archive.open(create=False) as archive:
+        (stored,) = archive.log()
+    assert stored.report["sessions"][0]["retention"] == retention
     out.unlink()
     small = [*args, "--context-length", "32000"]
     refused = runner.invoke(app, [*small, "--min-retention", "errors=1.0"])
     assert refused.exit_code == 4
     assert "compaction refused" in refused.stderr
     assert not out.exists()
+    # Nothing of a refused compaction is archived either.
+    with Archive.open(create=False) as archive:
+        assert [c.id for c in archive.log()] == [stored.id]
     passed = runner.invoke(app, [*args, "--min-retention", "paths=1,commands=1"])
     assert passed.exit_code == 0, passed.output
     assert out.exists()

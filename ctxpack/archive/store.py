@@ -185,10 +185,26 @@ class Archive:
     ) -> None:
         """Store what is new of `items`; those mostly made of `base`'s bytes
         (one of the items) as slices of it."""
+        write = self._writes(items, then, base=base)
+        if self._waiting is not None:
+            self._waiting.append(write)
+            self._waiting_shas.update(items)
+            return
+        with translate(self.path), write_tx(self._conn) as tx:
+            write(tx, time.time())
+
+    def _writes(
+        self,
+        items: dict[str, Blob],
+        then: Callable[[sqlite3.Connection, float], None] | None,
+        *,
+        base: str | None,
+    ) -> Callable[[sqlite3.Connection, float], None]:
+        """What storing `items` writes, its blobs compressed (and sliced) here,
+        outside any transaction, so that other writers wait only for the inserts."""
         with translate(self.path):
             shas = list(items)
             known = self._present(shas)
-            # Compress outside the transaction so other writers wait only for the inserts.
             todo = [sha for sha in shas if sha not in known]
             sliced = sliced_items(self._conn, items, todo, base=base)
             whole = [sha for sha in todo if sha not in sliced]
@@ -220,12 +236,7 @@ class Archive:
             if then is not None:
                 then(tx, now)
 
-        if self._waiting is not None:
-            self._waiting.append(write)
-            self._waiting_shas.update(shas)
-            return
-        with translate(self.path), write_tx(self._conn) as tx:
-            write(tx, time.time())
+        return write
 
     # compactions
 
@@ -243,6 +254,67 @@ class Archive:
         """Store everything needed to undo one compaction; return its id.
 
         `origins[i]`, where given, says where `blobs[i]` came from."""
+        cid, input_sha, items, insert = self._compaction(
+            source_path=source_path,
+            input_bytes=input_bytes,
+            output_bytes=output_bytes,
+            blobs=blobs,
+            settings=settings,
+            origins=origins,
+        )
+        report_json = dump_json(report)
+        self._store(items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha)
+        return cid
+
+    def begin_compaction(
+        self,
+        *,
+        source_path: str,
+        input_bytes: bytes,
+        output_bytes: bytes,
+        blobs: list[Blob],
+        settings: dict[str, Any],
+        origins: Sequence[Origin | None] = (),
+    ) -> OpenCompaction:
+        """record_compaction for a caller still finishing the report: all
+        else is written now, in a transaction left open (other writers wait
+        for it) until the caller commits it with the report, or rolls it back."""
+        if self._waiting is not None:
+            raise RuntimeError("an open compaction is not part of an archive group")
+        cid, input_sha, items, insert = self._compaction(
+            source_path=source_path,
+            input_bytes=input_bytes,
+            output_bytes=output_bytes,
+            blobs=blobs,
+            settings=settings,
+            origins=origins,
+        )
+        write = self._writes(items, None, base=input_sha)
+        with translate(self.path):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                write(self._conn, now)
+                # The report is not known yet: the row holds none until the commit.
+                insert(self._conn, now, "{}")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                raise
+        return OpenCompaction(self._conn, self.path, cid)
+
+    def _compaction(
+        self,
+        *,
+        source_path: str,
+        input_bytes: bytes,
+        output_bytes: bytes,
+        blobs: list[Blob],
+        settings: dict[str, Any],
+        origins: Sequence[Origin | None],
+    ) -> tuple[str, str, dict[str, Blob], Callable[[sqlite3.Connection, float, str], None]]:
+        """A compaction's id, its input's sha, its blobs by sha, and the insert
+        of its rows with a report's JSON."""
         if len(origins) > len(blobs):
             raise ValueError("more origins than blobs")
         where = [dump_json(o.to_dict()) if o else None for o in origins]
@@ -253,9 +325,9 @@ class Archive:
         items: dict[str, Blob] = {input_sha: input_bytes}
         items.update(zip(blob_shas, blobs, strict=True))
         cid = compaction_id(input_sha, output_sha)
-        settings_json, report_json = dump_json(settings), dump_json(report)
+        settings_json = dump_json(settings)
 
-        def insert(tx: sqlite3.Connection, now: float) -> None:
+        def insert(tx: sqlite3.Connection, now: float, report_json: str) -> None:
             tx.execute(
                 f"INSERT INTO compactions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET created = excluded.created,"
@@ -280,8 +352,7 @@ class Archive:
                 [(cid, i, sha, where[i]) for i, sha in enumerate(blob_shas)],
             )
 
-        self._store(items, then=insert, base=input_sha)
-        return cid
+        return cid, input_sha, items, insert
 
     def find_by_output(self, output_bytes: bytes) -> Compaction | None:
         """The (latest) compaction that produced exactly these bytes."""
@@ -380,3 +451,29 @@ class Archive:
             raw_bytes=int(raw),
             stored_bytes=int(stored),
         )
+
+
+class OpenCompaction:
+    """A compaction written in a transaction still open (Archive.begin_compaction)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, cid: str) -> None:
+        self._conn, self._path, self.id = conn, path, cid
+
+    def commit(self, report: dict[str, Any]) -> None:
+        conn = self._conn
+        with translate(self._path):
+            try:
+                conn.execute(
+                    "UPDATE compactions SET report = ? WHERE id = ?", (dump_json(report), self.id)
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                self.rollback()
+                raise
+
+    def rollback(self) -> None:
+        """Nothing of it stored; safe to call after a failed commit."""
+        conn = self._conn
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")

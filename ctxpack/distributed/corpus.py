@@ -21,10 +21,10 @@ from ctxpack.archive.db import resolve_path
 from ctxpack.archive.store import Archive
 from ctxpack.distributed import compact_rows, record_of
 from ctxpack.errors import CtxpackError, InputError, OutputError, UsageError
-from ctxpack.pipeline.archiving import store
+from ctxpack.pipeline.archiving import archiving, store
 from ctxpack.pipeline.batch import Finished
 from ctxpack.pipeline.discover import Found, hidden, skip_reason
-from ctxpack.pipeline.run import FileJob, archiving, chosen_name
+from ctxpack.pipeline.run import FileJob, chosen_name
 from ctxpack.pipeline.stages import Compress
 
 if TYPE_CHECKING:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +12,7 @@ from ctxpack import messages as m
 from ctxpack.archive.db import resolve_path
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, Origin
+from ctxpack.errors import CtxpackError, OutputError
 from ctxpack.refs import Blob
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.transcript import Message, Transcript
@@ -146,6 +149,53 @@ def store(archive: Archive, record: Record) -> str:
         settings=record.settings,
         report=record.report,
     )
+
+
+class Early:
+    """A run's record written into its archive while the run still works on
+    its report (the retention check in another process), in a transaction
+    left open until `commit` gives the report: the archive's writing overlaps
+    that work instead of following it. Nothing is stored unless committed."""
+
+    def __init__(self, archive_path: str | None, record: Record) -> None:
+        with archiving():
+            self._archive = Archive.open(archive_path)
+            try:
+                self._open = self._archive.begin_compaction(
+                    source_path=record.source_path,
+                    input_bytes=record.input_bytes,
+                    output_bytes=record.output_bytes,
+                    blobs=record.blobs,
+                    origins=record.origins,
+                    settings=record.settings,
+                )
+            except BaseException:
+                self._archive.close()
+                raise
+
+    def commit(self, report: dict[str, Any]) -> None:
+        try:
+            with archiving():
+                self._open.commit(report)
+        finally:
+            self._archive.close()
+
+    def abandon(self) -> None:
+        self._open.rollback()
+        self._archive.close()
+
+
+@contextlib.contextmanager
+def archiving() -> Iterator[None]:
+    """A run that cannot be archived cannot be restored: it is an error, before
+    the output is written; --no-archive is the way to run without one."""
+    try:
+        yield
+    except CtxpackError as exc:
+        raise OutputError(
+            f"not archived, so nothing was written ({exc.describe()});"
+            " --no-archive skips the archive"
+        ) from None
 
 
 def record_run(

@@ -19,7 +19,6 @@ from ctxpack.pipeline.run import (
     Compacted,
     FileJob,
     FileOutcome,
-    archiving,
     compact_file,
     land,
     run_file,
@@ -81,7 +80,7 @@ def _land_group(
     file), and only then their outputs written. A failed commit writes none."""
     if archives is None or len(group) == 1:
         return [_landed(job, made, archives=archives) for job, made in group]
-    from ctxpack.pipeline.archiving import store
+    from ctxpack.pipeline.archiving import archiving, store
 
     try:
         with archiving(), contextlib.ExitStack() as commits:

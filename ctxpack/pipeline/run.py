@@ -5,12 +5,13 @@ on formats, the archive and the output hold the same for all of them."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ctxpack import files, formats
-from ctxpack.errors import CtxpackError, InputError, OutputError, UsageError
+from ctxpack.errors import InputError, UsageError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens.counter import TokenCounter
@@ -18,7 +19,7 @@ from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
-    from ctxpack.pipeline.archiving import Archives, Record
+    from ctxpack.pipeline.archiving import Archives, Early, Record
     from ctxpack.refs import Blob
     from ctxpack.sessionindex import SessionIndex
 
@@ -149,13 +150,17 @@ class Compacted(Generic[R]):
     data: bytes
     source_format: str
     output_format: str
-    record: Record | None  # None: nothing changed, or the job keeps no archive
+    # None: nothing changed, the job keeps no archive, or the run stored it already.
+    record: Record | None
 
 
 def compact_bytes(
-    data: bytes, *, job: FileJob, stage: Stage[R], counter: TokenCounter
+    data: bytes, *, job: FileJob, stage: Stage[R], counter: TokenCounter, store: bool = False
 ) -> Compacted[R]:
-    """The bytes of `job.source` through the stage, in the format the job writes."""
+    """The bytes of `job.source` through the stage, in the format the job
+    writes. `store`: the archive record is stored here (a file run alone),
+    written while the stage's pending work runs and committed once it is
+    done, instead of handed back for the caller to store."""
     transcript = parse_transcript(
         data, source=job.source, fmt=job.input_format, options=job.read_options
     )
@@ -166,24 +171,37 @@ def compact_bytes(
         staged.warnings.append(warning)
     if fmt != transcript.format and staged.converted is not None:
         staged.converted(fmt)
-    # What needs no report is done while the stage's pending work runs.
-    with staged.pending:
-        out = formats.write(staged.result, counter=counter, fmt=fmt)
-        replaced = None
-        if job.archive and out != transcript.raw:
-            from ctxpack.pipeline.archiving import replaced_texts
+    record: Record | None = None
+    early: Early | None = None
+    try:
+        # What needs no report is done while the stage's pending work runs.
+        with staged.pending:
+            out = formats.write(staged.result, counter=counter, fmt=fmt)
+            if job.archive and out != transcript.raw:
+                from ctxpack.pipeline.archiving import Early, Kept, replaced_texts, run_record
 
-            replaced = replaced_texts(transcript, staged.result, indexes=staged.indexes)
-    record = None
-    if replaced is not None:
-        from ctxpack.pipeline.archiving import Kept, run_record
-
-        kept = Kept(
-            settings=staged.archive_settings, report=staged.archive_report(), blobs=staged.blobs
-        )
-        record = run_record(
-            original=transcript, result=staged.result, output=out, kept=kept, replaced=replaced
-        )
+                # The report is the pending work's to finish: it is set after.
+                kept = Kept(settings=staged.archive_settings, blobs=staged.blobs)
+                replaced = replaced_texts(transcript, staged.result, indexes=staged.indexes)
+                record = run_record(
+                    original=transcript,
+                    result=staged.result,
+                    output=out,
+                    kept=kept,
+                    replaced=replaced,
+                )
+                if store and record is not None:
+                    early = Early(job.archive_path, record)
+        if record is not None:
+            record = dataclasses.replace(record, report=staged.archive_report())
+        if early is not None and record is not None:
+            files.raise_if_interrupted()
+            done, early = early, None
+            done.commit(record.report)
+            record = None
+    finally:
+        if early is not None:
+            early.abandon()
     return Compacted(
         report=staged.report,
         data=out,
@@ -218,13 +236,20 @@ def run_file(
         with staged.pending:
             pass
         return FileOutcome(job, report=staged.report)
-    return land(job, compact_file(job, stage=stage, counter=counter), archives=archives)
+    # A file run alone stores its record as it finishes the report; a batch's
+    # archives store each file's record where the batch lands it.
+    done = compact_file(job, stage=stage, counter=counter, store=archives is None)
+    return land(job, done, archives=archives)
 
 
-def compact_file(job: FileJob, *, stage: Stage[R], counter: TokenCounter) -> Compacted[R]:
-    """The half of a run that reads: its outputs checked, then the file through the stage."""
+def compact_file(
+    job: FileJob, *, stage: Stage[R], counter: TokenCounter, store: bool = False
+) -> Compacted[R]:
+    """The half of a run that reads: its outputs checked, then the file
+    through the stage (compact_bytes says what `store` does)."""
     check_outputs(job)
-    return compact_bytes(files.read_input(job.source), job=job, stage=stage, counter=counter)
+    data = files.read_input(job.source)
+    return compact_bytes(data, job=job, stage=stage, counter=counter, store=store)
 
 
 def land(job: FileJob, done: Compacted[R], *, archives: Archives | None = None) -> FileOutcome[R]:
@@ -233,7 +258,7 @@ def land(job: FileJob, done: Compacted[R], *, archives: Archives | None = None) 
     and its parent lands, so that their disk waits overlap the next file's work."""
     files.raise_if_interrupted()
     if done.record is not None:
-        from ctxpack.pipeline.archiving import Archives, store
+        from ctxpack.pipeline.archiving import Archives, archiving, store
 
         with archiving(), contextlib.ExitStack() as own:
             if archives is None:
@@ -254,19 +279,6 @@ def write_output(job: FileJob, done: Compacted[R]) -> FileOutcome[R]:
         )
     files.write_atomic(output, done.data, inputs=(job.source,))
     return FileOutcome(job, report=done.report, target=output)
-
-
-@contextlib.contextmanager
-def archiving() -> Iterator[None]:
-    """A run that cannot be archived cannot be restored: it is an error, before
-    the output is written; --no-archive is the way to run without one."""
-    try:
-        yield
-    except CtxpackError as exc:
-        raise OutputError(
-            f"not archived, so nothing was written ({exc.describe()});"
-            " --no-archive skips the archive"
-        ) from None
 
 
 def unchanged(transcript: Transcript, *, counter: TokenCounter) -> Staged[Transcript]:
