@@ -506,3 +506,45 @@ def test_an_open_compaction_rolled_back_stores_nothing(tmp_path: Path) -> None:
         assert store.restore(output) == FIXTURE_FILES[1].read_bytes()
         with store.grouped(), pytest.raises(RuntimeError, match="group"):
             _begin(store, FIXTURE_FILES[2].read_bytes())
+
+
+def test_storing_a_compaction_again_cites_the_blobs_of_the_latest(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    data = b"a\nb\nc\nd\n"
+    output, blobs = simulate_compaction(data)
+    rows = "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position"
+    with Archive.open(str(db)) as store:
+        first = put(store, data, output, blobs)
+        before = sql(db).execute(rows).fetchall()
+        # The same again: the same rows.
+        assert put(store, data, output, blobs) == first
+        assert sql(db).execute(rows).fetchall() == before
+        # The same output from other blobs (other settings): the latest's rows.
+        assert put(store, data, output, blobs[:1]) == first
+        assert sql(db).execute(rows).fetchall() == before[:1]
+        assert put(store, data, output, [*blobs, b"more"]) == first
+        assert [sha for _, sha, _ in sql(db).execute(rows)] == [
+            *(b for _, b, _ in before),
+            sha(b"more"),
+        ]
+
+
+def test_only_blobs_no_compaction_cites_have_their_time_refreshed(tmp_path: Path) -> None:
+    """gc drops only uncited blobs, so a compaction's own need no refresh (it
+    would rewrite each row whole, a large input's too); a stray blob does."""
+    db = tmp_path / "a.db"
+    data = FIXTURE_FILES[0].read_bytes()
+    with Archive.open(str(db)) as store:
+        _, output = record(store, data)
+        store.put_blob(b"stray")
+    with sql(db) as conn:
+        conn.execute("UPDATE blobs SET touched = 1")
+    with Archive.open(str(db)) as store:
+        record(store, data)
+        store.put_blob(b"stray")
+    times = dict(sql(db).execute("SELECT sha256, touched FROM blobs"))
+    assert times.pop(sha(b"stray")) > 1
+    assert set(times.values()) == {1}
+    with Archive.open(str(db)) as store:
+        assert store.gc(timedelta(days=30)) == 0
+        assert store.restore(output) == data

@@ -10,6 +10,7 @@ cite blobs by `ref_for(data)`, computable without the archive.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 import time
@@ -182,10 +183,11 @@ class Archive:
         then: Callable[[sqlite3.Connection, float], None] | None = None,
         *,
         base: str | None = None,
+        cited: bool = False,
     ) -> None:
         """Store what is new of `items`; those mostly made of `base`'s bytes
-        (one of the items) as slices of it."""
-        write = self._writes(items, then, base=base)
+        (one of the items) as slices of it. `cited`: as for _writes."""
+        write = self._writes(items, then, base=base, cited=cited)
         if self._waiting is not None:
             self._waiting.append(write)
             self._waiting_shas.update(items)
@@ -199,9 +201,11 @@ class Archive:
         then: Callable[[sqlite3.Connection, float], None] | None,
         *,
         base: str | None,
+        cited: bool,
     ) -> Callable[[sqlite3.Connection, float], None]:
         """What storing `items` writes, its blobs compressed (and sliced) here,
-        outside any transaction, so that other writers wait only for the inserts."""
+        outside any transaction, so that other writers wait only for the inserts.
+        `cited`: a compaction written in the same transaction cites every item."""
         with translate(self.path):
             shas = list(items)
             known = self._present(shas)
@@ -230,9 +234,13 @@ class Archive:
                     (sha, codec, packed, len(items[sha]), now),
                 )
             # Refreshing the time keeps a re-used blob safe from the next gc.
-            tx.executemany(
-                "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
-            )
+            # gc drops only blobs nothing cites: those of a compaction need no
+            # refresh, which would rewrite each whole row (a large input's
+            # packed bytes, on every run that cites it).
+            if not cited:
+                tx.executemany(
+                    "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
+                )
             if then is not None:
                 then(tx, now)
 
@@ -263,7 +271,9 @@ class Archive:
             origins=origins,
         )
         report_json = dump_json(report)
-        self._store(items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha)
+        self._store(
+            items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha, cited=True
+        )
         return cid
 
     def begin_compaction(
@@ -289,7 +299,7 @@ class Archive:
             settings=settings,
             origins=origins,
         )
-        write = self._writes(items, None, base=input_sha)
+        write = self._writes(items, None, base=input_sha, cited=True)
         with translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -317,15 +327,22 @@ class Archive:
         of its rows with a report's JSON."""
         if len(origins) > len(blobs):
             raise ValueError("more origins than blobs")
-        where = [dump_json(o.to_dict()) if o else None for o in origins]
-        where += [None] * (len(blobs) - len(where))
         input_sha = sha256_hex(input_bytes)
         output_sha = sha256_hex(output_bytes)
-        blob_shas = [sha256_hex(b) for b in blobs]
+        # Equal blobs (a command's output each time it ran) share one string.
+        known: dict[str, str] = {}
+        blob_shas = [known.setdefault(sha, sha) for sha in map(sha256_hex, blobs)]
         items: dict[str, Blob] = {input_sha: input_bytes}
         items.update(zip(blob_shas, blobs, strict=True))
         cid = compaction_id(input_sha, output_sha)
         settings_json = dump_json(settings)
+
+        def rows() -> Iterator[tuple[int, str, str | None]]:
+            """Each blob's row (its place, sha and origin), made as it is read:
+            a long session's record has one for each of its messages."""
+            for i, sha in enumerate(blob_shas):
+                origin = origins[i] if i < len(origins) else None
+                yield i, sha, dump_json(origin.to_dict()) if origin else None
 
         def insert(tx: sqlite3.Connection, now: float, report_json: str) -> None:
             tx.execute(
@@ -345,12 +362,25 @@ class Archive:
                     report_json,
                 ),
             )
-            tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
-            tx.executemany(
-                "INSERT INTO compaction_blobs (compaction_id, position, sha256, origin)"
-                " VALUES (?, ?, ?, ?)",
-                [(cid, i, sha, where[i]) for i, sha in enumerate(blob_shas)],
+            stored = tx.execute(
+                "SELECT position, sha256, origin FROM compaction_blobs"
+                " WHERE compaction_id = ? ORDER BY position",
+                (cid,),
             )
+            # The same compaction stored again cites the same blobs from the
+            # same places: its rows stay (rewriting those of a long session's
+            # every message costs seconds).
+            try:
+                same = all(a == b for a, b in itertools.zip_longest(stored, rows()))
+            finally:
+                stored.close()
+            if not same:
+                tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
+                tx.executemany(
+                    "INSERT INTO compaction_blobs (compaction_id, position, sha256, origin)"
+                    " VALUES (?, ?, ?, ?)",
+                    ((cid, *row) for row in rows()),
+                )
 
         return cid, input_sha, items, insert
 

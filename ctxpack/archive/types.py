@@ -82,20 +82,28 @@ class Origin:
     paths: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields that say something (the stored and returned form)."""
-        fields = {
-            "kind": self.kind,
-            "session": self.session,
-            "session_label": self.session_label,
-            "message": self.message,
-            "end": self.end,
-            "role": self.role,
-            "tool": self.tool,
-            "call": self.call,
-            "command": self.command,
-            "paths": list(self.paths),
-        }
-        return {k: v for k, v in fields.items() if v not in (None, "", [])}
+        """The fields that say something (the stored and returned form): no
+        empty text, no missing index, no empty list. (A long session's record
+        makes one for each of its messages.)"""
+        fields: dict[str, Any] = {"kind": self.kind} if self.kind else {}
+        fields["session"] = self.session
+        if self.session_label:
+            fields["session_label"] = self.session_label
+        if self.message is not None:
+            fields["message"] = self.message
+        if self.end is not None:
+            fields["end"] = self.end
+        for key, text in (
+            ("role", self.role),
+            ("tool", self.tool),
+            ("call", self.call),
+            ("command", self.command),
+        ):
+            if text:
+                fields[key] = text
+        if self.paths:
+            fields["paths"] = list(self.paths)
+        return fields
 
     @classmethod
     def from_dict(cls, value: dict[str, Any]) -> Origin:
