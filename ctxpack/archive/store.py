@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from ctxpack.archive.check import find_problems
 from ctxpack.archive.db import (
@@ -42,6 +42,7 @@ from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
+    CompactionParts,
     Origin,
     compaction_id,
     dump_json,
@@ -248,57 +249,24 @@ class Archive:
 
     # compactions
 
-    def record_compaction(
-        self,
-        *,
-        source_path: str,
-        input_bytes: bytes,
-        output_bytes: bytes,
-        blobs: list[Blob],
-        settings: dict[str, Any],
-        report: dict[str, Any],
-        origins: Sequence[Origin | None] = (),
-    ) -> str:
+    def record_compaction(self, *, report: dict[str, Any], **parts: Unpack[CompactionParts]) -> str:
         """Store everything needed to undo one compaction; return its id.
 
         `origins[i]`, where given, says where `blobs[i]` came from."""
-        cid, input_sha, items, insert = self._compaction(
-            source_path=source_path,
-            input_bytes=input_bytes,
-            output_bytes=output_bytes,
-            blobs=blobs,
-            settings=settings,
-            origins=origins,
-        )
+        cid, input_sha, items, insert = self._compaction(**parts)
         report_json = dump_json(report)
         self._store(
             items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha, cited=True
         )
         return cid
 
-    def begin_compaction(
-        self,
-        *,
-        source_path: str,
-        input_bytes: bytes,
-        output_bytes: bytes,
-        blobs: list[Blob],
-        settings: dict[str, Any],
-        origins: Sequence[Origin | None] = (),
-    ) -> OpenCompaction:
+    def begin_compaction(self, **parts: Unpack[CompactionParts]) -> OpenCompaction:
         """record_compaction for a caller still finishing the report: all
         else is written now, in a transaction left open (other writers wait
         for it) until the caller commits it with the report, or rolls it back."""
         if self._waiting is not None:
             raise RuntimeError("an open compaction is not part of an archive group")
-        cid, input_sha, items, insert = self._compaction(
-            source_path=source_path,
-            input_bytes=input_bytes,
-            output_bytes=output_bytes,
-            blobs=blobs,
-            settings=settings,
-            origins=origins,
-        )
+        cid, input_sha, items, insert = self._compaction(**parts)
         write = self._writes(items, None, base=input_sha, cited=True)
         with translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
@@ -321,7 +289,7 @@ class Archive:
         output_bytes: bytes,
         blobs: list[Blob],
         settings: dict[str, Any],
-        origins: Sequence[Origin | None],
+        origins: Sequence[Origin | None] = (),
     ) -> tuple[str, str, dict[str, Blob], Callable[[sqlite3.Connection, float, str], None]]:
         """A compaction's id, its input's sha, its blobs by sha, and the insert
         of its rows with a report's JSON."""

@@ -4,15 +4,16 @@ byte rules for restoring a file that grew after compaction."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import orjson
 
 from ctxpack.archive.db import ref_of_sha
 from ctxpack.errors import UsageError
-from ctxpack.refs import sha256_hex
+from ctxpack.refs import Blob, sha256_hex
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,19 @@ class Compaction:
             "settings": self.settings,
             "report": self.report,
         }
+
+
+class CompactionParts(TypedDict):
+    """What the archive stores of one compaction besides its report."""
+
+    source_path: str
+    input_bytes: bytes
+    output_bytes: bytes
+    # The pruned outputs and summarized turns the output cites.
+    blobs: list[Blob]
+    settings: dict[str, Any]
+    # Where each blob came from, where known (the first ones).
+    origins: NotRequired[Sequence[Origin | None]]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ctxpack import messages as m
 from ctxpack.archive.db import resolve_path
 from ctxpack.archive.store import Archive
-from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, Origin
+from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, CompactionParts, Origin
 from ctxpack.errors import CtxpackError, OutputError
 from ctxpack.refs import Blob
 from ctxpack.sessionindex import SessionIndex
@@ -88,6 +88,17 @@ class Record:
     settings: dict[str, Any]
     report: dict[str, Any]
 
+    def parts(self) -> CompactionParts:
+        """What the archive stores of it besides the report."""
+        return {
+            "source_path": self.source_path,
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "blobs": self.blobs,
+            "origins": self.origins,
+            "settings": self.settings,
+        }
+
 
 def run_record(
     *,
@@ -140,15 +151,7 @@ class Archives:
 
 def store(archive: Archive, record: Record) -> str:
     """Record it; storing the same record again refreshes it instead of adding a second."""
-    return archive.record_compaction(
-        source_path=record.source_path,
-        input_bytes=record.input_bytes,
-        output_bytes=record.output_bytes,
-        blobs=record.blobs,
-        origins=record.origins,
-        settings=record.settings,
-        report=record.report,
-    )
+    return archive.record_compaction(report=record.report, **record.parts())
 
 
 class Early:
@@ -161,14 +164,7 @@ class Early:
         with archiving():
             self._archive = Archive.open(archive_path)
             try:
-                self._open = self._archive.begin_compaction(
-                    source_path=record.source_path,
-                    input_bytes=record.input_bytes,
-                    output_bytes=record.output_bytes,
-                    blobs=record.blobs,
-                    origins=record.origins,
-                    settings=record.settings,
-                )
+                self._open = self._archive.begin_compaction(**record.parts())
             except BaseException:
                 self._archive.close()
                 raise
