@@ -299,6 +299,32 @@ def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_
     assert out.exists()
 
 
+def test_an_interrupt_while_the_record_is_open_stores_and_writes_nothing(
+    session_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file run alone writes its record while the retention check runs and
+    commits it after; Ctrl-C in between leaves the archive as it was."""
+    out = tmp_path / "o.jsonl"
+    args = ["compress", "--force", "--offline", str(session_jsonl), "-o", str(out)]
+
+    def interrupted() -> None:
+        with Archive.open() as archive:  # the record is written, not committed
+            assert archive.log() == []
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr("ctxpack.pipeline.run.files.raise_if_interrupted", interrupted)
+        result = runner.invoke(app, args)
+    assert result.exit_code == 130
+    assert not out.exists()
+    with Archive.open() as archive:
+        assert archive.log() == []
+    assert runner.invoke(app, args).exit_code == 0
+    with Archive.open() as archive:
+        assert len(archive.log()) == 1
+        assert archive.restore(out.read_bytes()) == session_jsonl.read_bytes()
+
+
 def test_prune_only_stops_when_pruning_is_enough(session_jsonl: Path, tmp_path: Path) -> None:
     # 50k tokens against a 30k threshold: pruning alone gets it to about 26k.
     small = ["--context-length", "60000", "--offline", str(session_jsonl)]

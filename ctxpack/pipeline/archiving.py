@@ -154,7 +154,7 @@ def store(archive: Archive, record: Record) -> str:
     return archive.record_compaction(report=record.report, **record.parts())
 
 
-class Early:
+class Recording:
     """A run's record written into its archive while the run still works on
     its report (the retention check in another process), in a transaction
     left open until `commit` gives the report: the archive's writing overlaps

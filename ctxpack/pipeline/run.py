@@ -19,7 +19,7 @@ from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
     from ctxpack.archive.types import Origin
-    from ctxpack.pipeline.archiving import Archives, Early, Record
+    from ctxpack.pipeline.archiving import Archives, Record, Recording
     from ctxpack.refs import Blob
     from ctxpack.sessionindex import SessionIndex
 
@@ -172,13 +172,13 @@ def compact_bytes(
     if fmt != transcript.format and staged.converted is not None:
         staged.converted(fmt)
     record: Record | None = None
-    early: Early | None = None
+    recording: Recording | None = None
     try:
         # What needs no report is done while the stage's pending work runs.
         with staged.pending:
             out = formats.write(staged.result, counter=counter, fmt=fmt)
             if job.archive and out != transcript.raw:
-                from ctxpack.pipeline.archiving import Early, Kept, replaced_texts, run_record
+                from ctxpack.pipeline.archiving import Kept, Recording, replaced_texts, run_record
 
                 # The report is the pending work's to finish: it is set after.
                 kept = Kept(settings=staged.archive_settings, blobs=staged.blobs)
@@ -191,17 +191,17 @@ def compact_bytes(
                     replaced=replaced,
                 )
                 if store and record is not None:
-                    early = Early(job.archive_path, record)
+                    recording = Recording(job.archive_path, record)
         if record is not None:
             record = dataclasses.replace(record, report=staged.archive_report())
-        if early is not None and record is not None:
+        if recording is not None and record is not None:
             files.raise_if_interrupted()
-            done, early = early, None
+            done, recording = recording, None
             done.commit(record.report)
             record = None
     finally:
-        if early is not None:
-            early.abandon()
+        if recording is not None:
+            recording.abandon()
     return Compacted(
         report=staged.report,
         data=out,
