@@ -78,9 +78,10 @@ class CompactionParts(TypedDict):
     origins: NotRequired[Sequence[Origin | None]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Origin:
-    """Where an archived blob came from in the transcript it was cut from."""
+    """Where an archived blob came from in the transcript it was cut from.
+    (Slots: a long session's record holds one for each of its messages.)"""
 
     kind: str  # TOOL_OUTPUT, MESSAGE or SUMMARIZED_TURNS
     session: int  # the session's position in its file
