@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ctxpack.archive import db as archive_db
+from ctxpack.archive.compaction import OpenCompaction
 from ctxpack.archive.db import (
     SCHEMA_VERSION,
     ArchiveCorrupt,
@@ -26,7 +27,7 @@ from ctxpack.archive.db import (
     default_path,
     resolve_path,
 )
-from ctxpack.archive.store import Archive, OpenCompaction
+from ctxpack.archive.store import Archive
 from ctxpack.archive.types import join_appended, parse_age
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.refs import ref_for

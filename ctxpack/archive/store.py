@@ -10,7 +10,6 @@ cite blobs by `ref_for(data)`, computable without the archive.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sqlite3
 import time
@@ -21,6 +20,7 @@ from types import TracebackType
 from typing import Any, Self, Unpack
 
 from ctxpack.archive.check import find_problems
+from ctxpack.archive.compaction import OpenCompaction, compaction_writes
 from ctxpack.archive.db import (
     ArchiveCorrupt,
     ArchiveMissing,
@@ -37,14 +37,12 @@ from ctxpack.archive.db import (
     write_tx,
 )
 from ctxpack.archive.fts import drop_all
-from ctxpack.archive.lookup import COLUMNS, by_output, by_prefix, chunks, compactions
+from ctxpack.archive.lookup import by_output, by_prefix, chunks, compactions
 from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
     CompactionParts,
-    Origin,
-    compaction_id,
     dump_json,
     join_appended,
 )
@@ -253,7 +251,7 @@ class Archive:
         """Store everything needed to undo one compaction; return its id.
 
         `origins[i]`, where given, says where `blobs[i]` came from."""
-        cid, input_sha, items, insert = self._compaction(**parts)
+        cid, input_sha, items, insert = compaction_writes(**parts)
         report_json = dump_json(report)
         self._store(
             items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha, cited=True
@@ -266,7 +264,7 @@ class Archive:
         for it) until the caller commits it with the report, or rolls it back."""
         if self._waiting is not None:
             raise RuntimeError("an open compaction is not part of an archive group")
-        cid, input_sha, items, insert = self._compaction(**parts)
+        cid, input_sha, items, insert = compaction_writes(**parts)
         write = self._writes(items, None, base=input_sha, cited=True)
         with translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
@@ -280,77 +278,6 @@ class Archive:
                     self._conn.execute("ROLLBACK")
                 raise
         return OpenCompaction(self._conn, self.path, cid)
-
-    def _compaction(
-        self,
-        *,
-        source_path: str,
-        input_bytes: bytes,
-        output_bytes: bytes,
-        blobs: list[Blob],
-        settings: dict[str, Any],
-        origins: Sequence[Origin | None] = (),
-    ) -> tuple[str, str, dict[str, Blob], Callable[[sqlite3.Connection, float, str], None]]:
-        """A compaction's id, its input's sha, its blobs by sha, and the insert
-        of its rows with a report's JSON."""
-        if len(origins) > len(blobs):
-            raise ValueError("more origins than blobs")
-        input_sha = sha256_hex(input_bytes)
-        output_sha = sha256_hex(output_bytes)
-        # Equal blobs (a command's output each time it ran) share one string.
-        known: dict[str, str] = {}
-        blob_shas = [known.setdefault(sha, sha) for sha in map(sha256_hex, blobs)]
-        items: dict[str, Blob] = {input_sha: input_bytes}
-        items.update(zip(blob_shas, blobs, strict=True))
-        cid = compaction_id(input_sha, output_sha)
-        settings_json = dump_json(settings)
-
-        def rows() -> Iterator[tuple[int, str, str | None]]:
-            """Each blob's row (its place, sha and origin), made as it is read:
-            a long session's record has one for each of its messages."""
-            for i, sha in enumerate(blob_shas):
-                origin = origins[i] if i < len(origins) else None
-                yield i, sha, dump_json(origin.to_dict()) if origin else None
-
-        def insert(tx: sqlite3.Connection, now: float, report_json: str) -> None:
-            tx.execute(
-                f"INSERT INTO compactions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(id) DO UPDATE SET created = excluded.created,"
-                " source_path = excluded.source_path, settings = excluded.settings,"
-                " report = excluded.report",
-                (
-                    cid,
-                    now,
-                    source_path,
-                    input_sha,
-                    len(input_bytes),
-                    output_sha,
-                    len(output_bytes),
-                    settings_json,
-                    report_json,
-                ),
-            )
-            stored = tx.execute(
-                "SELECT position, sha256, origin FROM compaction_blobs"
-                " WHERE compaction_id = ? ORDER BY position",
-                (cid,),
-            )
-            # The same compaction stored again cites the same blobs from the
-            # same places: its rows stay (rewriting those of a long session's
-            # every message costs seconds).
-            try:
-                same = all(a == b for a, b in itertools.zip_longest(stored, rows()))
-            finally:
-                stored.close()
-            if not same:
-                tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
-                tx.executemany(
-                    "INSERT INTO compaction_blobs (compaction_id, position, sha256, origin)"
-                    " VALUES (?, ?, ?, ?)",
-                    ((cid, *row) for row in rows()),
-                )
-
-        return cid, input_sha, items, insert
 
     def find_by_output(self, output_bytes: bytes) -> Compaction | None:
         """The (latest) compaction that produced exactly these bytes."""
@@ -449,29 +376,3 @@ class Archive:
             raw_bytes=int(raw),
             stored_bytes=int(stored),
         )
-
-
-class OpenCompaction:
-    """A compaction written in a transaction still open (Archive.begin_compaction)."""
-
-    def __init__(self, conn: sqlite3.Connection, path: Path, cid: str) -> None:
-        self._conn, self._path, self.id = conn, path, cid
-
-    def commit(self, report: dict[str, Any]) -> None:
-        conn = self._conn
-        with translate(self._path):
-            try:
-                conn.execute(
-                    "UPDATE compactions SET report = ? WHERE id = ?", (dump_json(report), self.id)
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                self.rollback()
-                raise
-
-    def rollback(self) -> None:
-        """Nothing of it stored; safe to call after a failed commit."""
-        conn = self._conn
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
