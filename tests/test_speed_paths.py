@@ -44,6 +44,26 @@ def test_forked_map_is_the_serial_map(workers: int, size: int) -> None:
     assert forked.map_forked(lambda x: {"n": x * x}, items, workers=workers) == [
         {"n": x * x} for x in items
     ]
+    assert list(forked.each_mapped(lambda x: (x, x * x), items, workers=workers)) == [
+        (x, x * x) for x in items
+    ]
+
+
+def test_each_mapped_hands_the_first_chunk_over_as_it_is_mapped() -> None:
+    parent = os.getpid()
+    mapped = forked.each_mapped(lambda x: (x, os.getpid()), range(40), workers=4)
+    first = next(mapped)
+    assert first == (0, parent)
+    rest = list(mapped)
+    assert [x for x, _ in rest] == list(range(1, 40))
+    assert {pid for x, pid in rest if x < 10} == {parent}
+    assert len({pid for x, pid in rest if x >= 10} - {parent}) == 3
+    # Abandoned halfway, it leaves no child behind.
+    abandoned = forked.each_mapped(lambda x: x, range(40), workers=4)
+    assert next(abandoned) == 0
+    abandoned.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
 
 
 def test_chunks_run_in_child_processes() -> None:
@@ -251,3 +271,72 @@ def test_the_retention_check_in_a_child_gives_what_it_gives_here(
         done[where] = (out.read_bytes(), report.to_dict() | {"output": None})
     assert done["child"] == done["here"]
     assert isinstance(done["here"], str) == (gate is not None)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_scan_on_several_cores_reads_as_one(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Real sessions, and one whose running command is polled and whose file
+    is written again across the cut between stretches: the same scan, and
+    the same facts kept for the later stages, as one process reads."""
+    from ctxpack.sessionindex import SessionIndex
+    from ctxpack.summarize.offline import scan as scanning
+    from tests.test_facts import CODEX, HAIKU, claude_messages, codex_messages
+
+    def call(i: int, name: str, args: str) -> Message:
+        function = {"name": name, "arguments": args}
+        return {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": f"c{i}", "type": "function", "function": function}],
+        }
+
+    def result(i: int, text: str) -> Message:
+        return {"role": "tool", "tool_call_id": f"c{i}", "content": text}
+
+    crossing: list[Message] = [
+        {"role": "user", "content": "Sync the files, then write notes.md. Next step?"},
+        call(1, "exec_command", '{"cmd": "rsync -a src/ dst/"}'),
+        result(1, "Process running with session ID 42"),
+        call(2, "write", '{"path": "notes.md", "content": "a"}'),
+        result(2, "ok"),
+        {"role": "assistant", "content": "I decided to use rsync. Next step: poll it."},
+        call(3, "write_stdin", '{"session_id": 42, "chars": ""}'),
+        result(3, "Process exited with code 0"),
+        call(4, "exec_command", '{"cmd": "ls"}'),
+        result(4, "notes.md"),
+        call(5, "write", '{"path": "notes.md", "content": "b"}'),
+        result(5, "ok"),
+        {"role": "assistant", "content": "I decided to use rsync. Done."},
+    ]
+    sessions = [codex_messages(CODEX), claude_messages(HAIKU), _tau_messages(), crossing]
+    spawned: list[int] = []
+    real_spawn = forked._spawn
+
+    def spawn(*args: Any) -> Any:
+        spawned.append(1)
+        return real_spawn(*args)
+
+    monkeypatch.setattr(forked, "_spawn", spawn)
+    for messages in sessions:
+        done = {}
+        for each, minimum in ((1, 10**9), (workers, 2)):
+            monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+            index = SessionIndex(messages)
+            found = scanning.scan(messages[1:], tail=messages[-2:], index=index, workers=each)
+            kept = [index.facts.known(msg) for msg in messages[1:]]
+            # The scan's repr holds every action, ask (with its reply) and fact.
+            done[each] = (repr(found), kept)
+        assert done[1] == done[workers]
+    assert len(spawned) == len(sessions) * (workers - 1)
+    cut = scanning.scan(crossing, workers=workers)
+    assert [a.line() for a in cut.actions] == [
+        "Ran `rsync -a src/ dst/` — exit 0 [tool: exec_command]",
+        "Created notes.md — ok [tool: write]",
+        "Ran `ls` — ok [tool: exec_command]",
+        "Edited notes.md — ok [tool: write]",
+    ]
+    assert cut.decisions == ["I decided to use rsync."]
+    assert cut.next_steps == ["Next step: poll it."]
+    assert [ask.text for ask in cut.questions] == ["Next step?"]

@@ -233,6 +233,10 @@ class FactMemo:
         hit = self._known.get(id(msg))
         return hit[1] if hit is not None and hit[0] is msg else None
 
+    def learn(self, msg: Message, facts: MessageFacts) -> None:
+        """Keep the facts of `msg` found elsewhere (a child process that read it)."""
+        self._known[id(msg)] = (msg, facts)
+
     def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
         """message_facts(msg, body=body, calls=calls), found once."""
         found = self.known(msg)

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -45,6 +45,25 @@ def map_forked(func: Callable[[T], Any], items: Sequence[T], *, workers: int) ->
     """[func(x) for x in items], mapped by chunks as map_chunks does."""
     chunks = map_chunks(lambda chunk: [func(x) for x in chunk], items, workers=workers)
     return [value for chunk in chunks for value in chunk]
+
+
+def each_mapped(
+    func: Callable[[T], Any], items: Sequence[T], *, workers: int
+) -> Generator[Any, None, None]:
+    """func(x) for each of items, in order, as the caller takes them: the
+    first chunk mapped here meanwhile, each other one in a child of its own
+    (started first). Only the children's results are ever held at once."""
+    if workers <= 1 or len(items) < 2 or not can_fork():
+        yield from (func(x) for x in items)
+        return
+    (start, stop), *others = _bounds(len(items), workers)
+    rest: list[list[Any]] = []
+    with _chunks(
+        lambda chunk: [func(x) for x in chunk], items, others, fork=True, done=rest.extend
+    ):
+        yield from (func(x) for x in items[start:stop])
+    for chunk in rest:
+        yield from chunk
 
 
 def map_chunks(

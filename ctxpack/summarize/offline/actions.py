@@ -4,7 +4,7 @@ and what came of it (exit code, test counts, first error line)."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ctxpack import messages as m
@@ -66,6 +66,12 @@ class Action:
     tests: str | None = None
     exit: int | None = None
     count: int = 1
+    # A write that made its file unless the path was touched before: settle().
+    maybe_edit: bool = False
+
+    def plain(self) -> tuple[Any, ...]:
+        """The action as plain data (marshal carries it): Action(*plain)."""
+        return tuple(getattr(self, name) for name in _FIELDS)
 
     def what(self) -> str:
         times = f" ({self.count} times)" if self.count > 1 else ""
@@ -160,13 +166,14 @@ def make_action(
     use: ToolUse,
     outputs: list[Message],
     *,
-    seen: Collection[str],
+    seen: Collection[str] | None,
     args: dict[str, Any] | None = None,
     output: str | None = None,
 ) -> Action:
     """One tool call and what its results say about it; `seen` holds the paths
-    touched before, to tell a new file from an overwritten one. `args` and
-    `output` (the outputs' texts joined by newlines) save work when known."""
+    touched before, to tell a new file from an overwritten one (None: not known
+    yet, settle() tells them apart later). `args` and `output` (the outputs'
+    texts joined by newlines) save work when known."""
     if args is None:
         args = parse_arguments(use.arguments)
     name = use.name or "unknown"
@@ -192,8 +199,6 @@ def make_action(
     quoted = quoted_error(out) if failed else None
     errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
     pending = not outputs or running
-    if kind == "create" and not failed:
-        kind = "create" if "created" in out.lower() or key not in seen else "edit"
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
@@ -209,7 +214,7 @@ def make_action(
         parts.append(clip(errors[0], 120))
     elif kind == "call" and code is None and not failed and out.strip():
         parts.append("returned " + clip(out, 60))
-    return Action(
+    action = Action(
         index=use.index,
         tool=name,
         kind=kind,
@@ -224,7 +229,19 @@ def make_action(
         pending=pending,
         tests=tests,
         exit=code,
+        maybe_edit=kind == "create" and not failed and "created" not in out.lower(),
     )
+    return action if seen is None else settle(action, seen=seen)
+
+
+def settle(action: Action, *, seen: Collection[str]) -> Action:
+    """The action with a write that says nothing of creating its file told
+    apart: an edit when `seen` (the paths touched before) holds the path."""
+    if action.maybe_edit:
+        action.maybe_edit = False
+        if action.key in seen:
+            action.kind, action.mark = "edit", _mark("edit", action.command, action.failed)
+    return action
 
 
 def _mark(kind: str, command: str | None, failed: bool) -> str:
@@ -235,3 +252,6 @@ def _mark(kind: str, command: str | None, failed: bool) -> str:
     if failed:
         return f"{kind} failed"
     return {"read": "read", "edit": "edited", "create": "created"}.get(kind, "")
+
+
+_FIELDS = tuple(field.name for field in fields(Action))

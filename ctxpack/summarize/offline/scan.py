@@ -3,17 +3,21 @@ asks and questions, what the assistant said it decided or would do next."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactCollector, Facts
+from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.actions import Action, clip, make_action
+from ctxpack.summarize.offline.actions import Action, clip, make_action, settle
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import forked
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, parse_arguments
 from ctxpack.transcript import Message
@@ -83,60 +87,125 @@ class Scan:
 
 
 def scan(
-    middle: list[Message], *, tail: list[Message] | None = None, index: SessionIndex | None = None
+    middle: list[Message],
+    *,
+    tail: list[Message] | None = None,
+    index: SessionIndex | None = None,
+    workers: int = 1,
 ) -> Scan:
     """The structure of `middle`; `tail` (the turns kept verbatim after it)
     only tells which failures were fixed later. `index`: the run's index of
     the session, which pairs the middle and the tail and keeps the facts of
-    the middle's messages for the later stages of the same run."""
+    the middle's messages for the later stages of the same run.
+
+    Each message is read on its own (its facts, its call's action, the
+    sentences that may be decisions or questions): a long middle is read a
+    stretch per core, `workers` at most. What carries from one message to
+    the next (files touched, running sessions, repeats, what was said once)
+    is then folded in the middle's order, here."""
     if index is None:
         index = SessionIndex(middle)
     result = Scan()
     tail = tail or []
     result.later_ok = succeeded(tail, pairing=index.pairing_of(tail))
     memo = index.facts
-    facts = FactCollector()
     texts = [m.text(msg) for msg in middle]
-    answers = _result_indexes(index.pairing_of(middle))
+    reader = _Reader(middle, texts, _result_indexes(index.pairing_of(middle)), memo)
+    if len(middle) < tokens.PARALLEL_MIN_MESSAGES:
+        workers = 1
     replies = _Replies(middle, texts)
+    facts = FactCollector()
     said = _Said()
     # A command still running (Codex exec sessions) finishes in a later poll of
     # its session: the poll's output is that command's outcome.
     sessions: dict[str, tuple[ToolUse, Action]] = {}
-    for at, msg in enumerate(middle):
+    mapped = forked.each_mapped(reader.read, range(len(middle)), workers=workers)
+    # Closed when the fold fails, so that no child outlives it.
+    with contextlib.closing(mapped) as reads:
+        for at, (msg, (found, spoken, asked, uses)) in enumerate(zip(middle, reads, strict=True)):
+            # A child's facts are kept here for the stages after the summary.
+            memo.learn(msg, found)
+            facts.add(found)
+            if spoken is not None:
+                result.replied = True
+                said.bodies.append(texts[at])
+                said.add(spoken[0], result.decisions, said.decisions)
+                said.add(spoken[1], result.next_steps, said.next_steps)
+            if asked is not None:
+                body, questions = asked
+                result.said.append(body)
+                result.asks.append(Ask(at, body, MAX_ASK, replies))
+                result.questions.extend(Ask(at, q, MAX_QUOTE, replies) for q in questions)
+            for number, (plain, workdir, session_id, running) in enumerate(uses):
+                if workdir is not None:
+                    result.workdir = workdir
+                polled = sessions.get(session_id)
+                if polled is not None:
+                    use = calls_of(msg, at)[number]
+                    _finish_session(result, sessions, polled, *reader.outputs(use))
+                    continue
+                action = _add_action(result, settle(Action(*plain), seen=result.file_marks))
+                if action.pending and running:
+                    sessions[running] = (calls_of(msg, at)[number], action)
+    result.facts = facts.facts()
+    result.last_note = _last_note(said.bodies)
+    return result
+
+
+# What reading one message finds, as plain data (a child hands it back with
+# marshal): its facts; an assistant text's candidate decisions and next steps
+# (None when it wrote nothing visible); a user's own words and questions (None
+# when the turn is not the user's); and of each call of an assistant turn, its
+# action as far as the call and its results tell it, its working directory,
+# the session it polls and the session it left running.
+_Use = tuple[tuple[Any, ...], str | None, str, str | None]
+_Read = tuple[
+    MessageFacts, tuple[list[str], list[str]] | None, tuple[str, list[str]] | None, list[_Use]
+]
+
+
+class _Reader:
+    """Reads messages of a middle one at a time, each on its own."""
+
+    def __init__(
+        self,
+        middle: list[Message],
+        texts: list[str],
+        answers: dict[ToolUse, list[int]],
+        memo: FactMemo,
+    ) -> None:
+        self._middle, self._texts, self._answers, self._memo = middle, texts, answers, memo
+
+    def outputs(self, use: ToolUse) -> tuple[list[Message], str]:
+        """The results of `use`, and their texts joined by newlines."""
+        found = self._answers.get(use, [])
+        return [self._middle[i] for i in found], "\n".join(self._texts[i] for i in found)
+
+    def read(self, at: int) -> _Read:
+        msg, body = self._middle[at], self._texts[at]
         role = m.role(msg)
-        body = texts[at]
         uses = (
             [(use, parse_arguments(use.arguments)) for use in calls_of(msg, at)]
             if "tool_calls" in msg or "function_call" in msg
             else []
         )
-        facts.add(memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses]))
+        found = self._memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses])
         if role == "assistant":
-            _read_assistant(result, said, at, body)
-            for use, args in uses:
-                workdir = args.get("workdir")
-                if isinstance(workdir, str) and workdir.strip():
-                    result.workdir = workdir.strip()
-                found = answers.get(use, [])
-                outputs = [middle[i] for i in found]
-                output = "\n".join(texts[i] for i in found)
-                polled = sessions.get(str(args.get("session_id", "")))
-                if polled is not None:
-                    _finish_session(result, sessions, polled, outputs, output)
-                    continue
-                action = _add_action(
-                    result,
-                    make_action(use, outputs, seen=result.file_marks, args=args, output=output),
-                )
-                session = running_session(output)
-                if action.pending and session:
-                    sessions[session] = (use, action)
-        elif role == "user" and not m.is_tool_result(msg):
-            _read_user(result, replies, at, msg)
-    result.facts = facts.facts()
-    result.last_note = _last_note(said.bodies)
-    return result
+            return found, _spoken(body), None, [self._use(use, args) for use, args in uses]
+        if role == "user" and not m.is_tool_result(msg):
+            return found, None, _asked(msg), []
+        return found, None, None, []
+
+    def _use(self, use: ToolUse, args: dict[str, Any]) -> _Use:
+        outputs, output = self.outputs(use)
+        action = make_action(use, outputs, seen=None, args=args, output=output)
+        workdir = args.get("workdir")
+        return (
+            action.plain(),
+            workdir.strip() if isinstance(workdir, str) and workdir.strip() else None,
+            str(args.get("session_id", "")),
+            running_session(output) if action.pending else None,
+        )
 
 
 def succeeded(messages: list[Message], *, pairing: Pairing) -> set[str]:
@@ -219,39 +288,39 @@ def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
     return out
 
 
-def _read_user(result: Scan, replies: _Replies, index: int, msg: Message) -> None:
+def _asked(msg: Message) -> tuple[str, list[str]] | None:
+    """The user's own words in `msg` and the questions among them."""
     body = user_words(msg)
     if body is None:
-        return
-    result.said.append(body)
-    result.asks.append(Ask(index, body, MAX_ASK, replies))
+        return None
     if "?" not in body:
-        return
-    for sentence in sentences(body):
-        if sentence.endswith("?") and len(sentence) <= MAX_QUOTE:
-            result.questions.append(Ask(index, sentence, MAX_QUOTE, replies))
+        return body, []
+    questions = [
+        sentence
+        for sentence in sentences(body)
+        if sentence.endswith("?") and len(sentence) <= MAX_QUOTE
+    ]
+    return body, questions
 
 
-def _read_assistant(result: Scan, said: _Said, index: int, body: str) -> None:
+def _spoken(body: str) -> tuple[list[str], list[str]] | None:
+    """The quotable sentences of an assistant's text that state a decision,
+    and those that name a next step; None when it wrote nothing visible."""
     if not body or body.isspace():
-        return
-    result.replied = True
-    said.bodies.append(body)
-    if not _maybe_said(collapse(body)):
-        return
+        return None
     decisions: list[str] = []
     next_steps: list[str] = []
-    last_ask = result.asks[-1].index if result.asks else -1
+    if not _maybe_said(collapse(body)):
+        return decisions, next_steps
     for sentence in sentences(body):
         if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
             continue
         quoted = clip(sentence, MAX_QUOTE)
         if _DECISION_RE.search(quoted):
             decisions.append(quoted)
-        if index > last_ask and _NEXT_RE.search(quoted):
+        if _NEXT_RE.search(quoted):
             next_steps.append(quoted)
-    said.add(decisions, result.decisions, said.decisions)
-    said.add(next_steps, result.next_steps, said.next_steps)
+    return decisions, next_steps
 
 
 def _maybe_said(text: str) -> bool:

@@ -49,7 +49,7 @@ class OfflineSummarizer:
         self.index = index
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle, tail=request.tail, index=self.index)
+        found = scan(request.middle, tail=request.tail, index=self.index, workers=counter.processes)
         date = day_of(request.last_timestamp)
         # The ledger and the sections classify the same user messages.
         classify = functools.cache(classified)
