@@ -49,7 +49,9 @@ def test_forked_map_is_the_serial_map(workers: int, size: int) -> None:
     ]
 
 
-def test_each_mapped_hands_the_first_chunk_over_as_it_is_mapped() -> None:
+def test_each_mapped_hands_the_first_chunk_over_as_it_is_mapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     parent = os.getpid()
     mapped = forked.each_mapped(lambda x: (x, os.getpid()), range(40), workers=4)
     first = next(mapped)
@@ -59,11 +61,22 @@ def test_each_mapped_hands_the_first_chunk_over_as_it_is_mapped() -> None:
     assert {pid for x, pid in rest if x < 10} == {parent}
     assert len({pid for x, pid in rest if x >= 10} - {parent}) == 3
     # Abandoned halfway, it leaves no child behind.
+    children: list[int] = []
+    real_spawn = forked._spawn
+
+    def spawn(*args: Any) -> Any:
+        child = real_spawn(*args)
+        children.append(child[0])
+        return child
+
+    monkeypatch.setattr(forked, "_spawn", spawn)
     abandoned = forked.each_mapped(lambda x: x, range(40), workers=4)
     assert next(abandoned) == 0
     abandoned.close()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
+    assert len(children) == 3
+    for pid in children:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def test_chunks_run_in_child_processes() -> None:
