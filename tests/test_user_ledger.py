@@ -8,10 +8,13 @@ transcript; a value the user changed reads as current in its newest form."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ctxpack import markers
@@ -21,8 +24,9 @@ from ctxpack.cli import app
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger, cut, user_messages
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
+from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.statements import kind_of
+from ctxpack.summarize.statements import Change, changes, kind_of, values_of
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
@@ -311,3 +315,78 @@ def test_a_long_message_is_cut_head_and_tail_with_the_count() -> None:
     short = cut(text, 300)
     assert short.startswith("start ") and short.endswith(" end")
     assert "[… 1,710 characters cut …]" in short
+
+
+def _plain_changes(statements: list[str]) -> dict[int, list[Change]]:
+    """The definition of changes(): each value's latest word is the last value
+    after it that shares its shape and a name (in a later statement, or in
+    the same one for a named value)."""
+    flat = [(i, v) for i, text in enumerate(statements) for v in values_of(prose(text))]
+    out: dict[int, list[Change]] = {}
+    for k, (i, old) in enumerate(flat):
+        latest = None
+        for j, new in flat[k + 1 :]:
+            slot = old.shape == new.shape and bool(old.names & new.names)
+            if slot and (j > i or old.shape in ("ratio", "version")):
+                latest = new
+        if latest is not None and " ".join(latest.text.lower().split()) != " ".join(
+            old.text.lower().split()
+        ):
+            out.setdefault(i, []).append(Change(old.text, latest.text))
+    return out
+
+
+_CLAUSES = [
+    "use Python 3.{n}",
+    "the deadline is 2026-0{d}-1{n}",
+    "deploy to us-east-{d}",
+    "set the ratio to {n}:{d}",
+    "the budget is ${n}00",
+    "run job_{n} on port 80{d}",
+    "move from Python 3.{n} to Python 3.{d}",
+    "keep phase {n} of {d}",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(_CLAUSES), st.integers(1, 3), st.integers(1, 3)),
+            min_size=1,
+            max_size=3,
+        ),
+        max_size=12,
+    )
+)
+def test_value_changes_are_their_definition(picked: list[list[tuple[str, int, int]]]) -> None:
+    statements = [
+        "; and ".join(clause.format(n=n, d=d) for clause, n, d in sentence).capitalize() + "."
+        for sentence in picked
+    ]
+    assert changes(statements) == _plain_changes(statements)
+
+
+def test_the_latest_word_on_each_value() -> None:
+    statements = [
+        "Use Python 3.11 and deploy to us-east-1.",
+        "Move from Python 3.11 to Python 3.12.",
+        "Deploy to us-east-2 instead.",
+        "Keep the budget at $500.",
+    ]
+    assert changes(statements) == {
+        0: [Change("Python 3.11", "Python 3.12"), Change("us-east-1", "us-east-2")],
+        1: [Change("Python 3.11", "Python 3.12")],
+    }
+
+
+@given(st.text(alphabet="ab .;!?\n,Zz9", max_size=40), st.data())
+def test_a_values_context_is_the_clause_before_it(text: str, data: st.DataObject) -> None:
+    from ctxpack.summarize import statements
+
+    start = data.draw(st.integers(0, len(text)))
+    clause = re.split(r"[.;!?\n]", text[:start])[-1]
+    words = [w.lower() for w in statements._WORD_RE.findall(clause)]
+    content = [w for w in words if w not in statements._STOP and len(w) > 1]
+    expected = frozenset(statements._stem(w) for w in content[-statements._CONTEXT_WORDS :])
+    assert statements._context(text, start) == expected

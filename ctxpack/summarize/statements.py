@@ -218,6 +218,7 @@ _STOP = frozenset(
     ]
 )
 _CONTEXT_WORDS = 5
+_CLAUSE_STOPS = ".;!?\n"
 _NAMED = ("ratio", "version")
 
 
@@ -314,7 +315,8 @@ def values_of(text: str) -> list[Value]:
 
 def _context(text: str, start: int) -> frozenset[str]:
     """The few content words before a value within its clause, stemmed."""
-    clause = re.split(r"[.;!?\n]", text[:start])[-1]
+    # The clause is what follows the last stop before the value.
+    clause = text[max(text.rfind(stop, 0, start) for stop in _CLAUSE_STOPS) + 1 : start]
     words = [w.lower() for w in _WORD_RE.findall(clause)]
     content = [w for w in words if w not in _STOP and len(w) > 1]
     return frozenset(_stem(w) for w in content[-_CONTEXT_WORDS:])
@@ -322,10 +324,6 @@ def _context(text: str, start: int) -> frozenset[str]:
 
 def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word.rstrip("s")
-
-
-def _same_slot(old: Value, new: Value) -> bool:
-    return old.shape == new.shape and bool(old.names & new.names)
 
 
 @dataclass(frozen=True)
@@ -342,13 +340,21 @@ def changes(statements: Sequence[str]) -> dict[int, list[Change]]:
     one statement only a named value (a version, a phase) can replace another
     ("from Python 3.11 to Python 3.12"), as two dates there are more likely a range."""
     flat = [(i, value) for i, text in enumerate(statements) for value in values_of(prose(text))]
+    # A value's latest word is the last value after it in its slot (its shape,
+    # a name in common): the last place of each shape and name tells it, in
+    # one pass rather than one per value. When that last place is in the same
+    # statement, no later statement names the slot.
+    last: dict[tuple[str, str], int] = {}
+    for k, (_, value) in enumerate(flat):
+        for name in value.names:
+            last[value.shape, name] = k
     out: dict[int, list[Change]] = {}
     for k, (i, old) in enumerate(flat):
-        latest = None
-        for j, new in flat[k + 1 :]:
-            if (j > i or old.shape in _NAMED) and _same_slot(old, new):
-                latest = new
-        if latest is not None and _norm(latest.text) != _norm(old.text):
+        at = max((last[old.shape, name] for name in old.names), default=k)
+        if at <= k:
+            continue
+        j, latest = flat[at]
+        if (j > i or old.shape in _NAMED) and _norm(latest.text) != _norm(old.text):
             out.setdefault(i, []).append(Change(old.text, latest.text))
     return out
 
