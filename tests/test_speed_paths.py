@@ -37,6 +37,21 @@ def _tau_jsonl(tmp_path: Path) -> Path:
     return path
 
 
+def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children forked from here on, as they are forked."""
+    children: list[int] = []
+    real_spawn = forked._spawn
+
+    def spawn(*args: Any) -> Any:
+        child = real_spawn(*args)
+        if child is not None:
+            children.append(child[0])
+        return child
+
+    monkeypatch.setattr(forked, "_spawn", spawn)
+    return children
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 100])
 def test_forked_map_is_the_serial_map(workers: int, size: int) -> None:
@@ -61,15 +76,7 @@ def test_each_mapped_hands_the_first_chunk_over_as_it_is_mapped(
     assert {pid for x, pid in rest if x < 10} == {parent}
     assert len({pid for x, pid in rest if x >= 10} - {parent}) == 3
     # Abandoned halfway, it leaves no child behind.
-    children: list[int] = []
-    real_spawn = forked._spawn
-
-    def spawn(*args: Any) -> Any:
-        child = real_spawn(*args)
-        children.append(child[0])
-        return child
-
-    monkeypatch.setattr(forked, "_spawn", spawn)
+    children = _spawned(monkeypatch)
     abandoned = forked.each_mapped(lambda x: x, range(40), workers=4)
     assert next(abandoned) == 0
     abandoned.close()
@@ -208,14 +215,7 @@ def test_compress_counted_on_several_cores_writes_the_same_bytes(
     from ctxpack.cli import app
 
     source = _tau_jsonl(tmp_path)
-    spawned: list[int] = []
-    real_spawn = forked._spawn
-
-    def counting_spawn(*args: Any) -> Any:
-        spawned.append(1)
-        return real_spawn(*args)
-
-    monkeypatch.setattr(forked, "_spawn", counting_spawn)
+    spawned = _spawned(monkeypatch)
     runs = {}
     for workers, minimum in ((1, 10**9), (3, 0)):
         monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
@@ -324,14 +324,7 @@ def test_the_scan_on_several_cores_reads_as_one(
         {"role": "assistant", "content": "I decided to use rsync. Done."},
     ]
     sessions = [codex_messages(CODEX), claude_messages(HAIKU), _tau_messages(), crossing]
-    spawned: list[int] = []
-    real_spawn = forked._spawn
-
-    def spawn(*args: Any) -> Any:
-        spawned.append(1)
-        return real_spawn(*args)
-
-    monkeypatch.setattr(forked, "_spawn", spawn)
+    spawned = _spawned(monkeypatch)
     for messages in sessions:
         done = {}
         for each, minimum in ((1, 10**9), (workers, 2)):
