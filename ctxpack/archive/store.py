@@ -266,6 +266,7 @@ class Archive:
             raise RuntimeError("an open compaction is not part of an archive group")
         cid, input_sha, items, insert = compaction_writes(**parts)
         write = self._writes(items, None, base=input_sha, cited=True)
+        opened = OpenCompaction(self._conn, self.path, cid)
         with translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -274,10 +275,9 @@ class Archive:
                 # The report is not known yet: the row holds none until the commit.
                 insert(self._conn, now, "{}")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
+                opened.rollback()
                 raise
-        return OpenCompaction(self._conn, self.path, cid)
+        return opened
 
     def find_by_output(self, output_bytes: bytes) -> Compaction | None:
         """The (latest) compaction that produced exactly these bytes."""

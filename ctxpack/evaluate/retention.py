@@ -182,12 +182,9 @@ class FactCache:
     def __init__(self) -> None:
         self._facts: dict[bytes, MessageFacts] = {}
 
-    def of(self, messages: list[Message], *, memo: FactMemo | None = None) -> Facts:
-        """`memo`: the facts the run's summarizer found (SessionIndex.facts)."""
-        return collected(self.each(messages, memo=memo))
-
     def each(self, messages: list[Message], *, memo: FactMemo | None = None) -> list[MessageFacts]:
-        """The facts of each message, in order."""
+        """The facts of each message, in order. `memo`: the facts the run's
+        summarizer found (SessionIndex.facts)."""
         return [self._one(msg, memo) for msg in messages]
 
     def _one(self, msg: Message, memo: FactMemo | None) -> MessageFacts:

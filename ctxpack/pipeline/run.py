@@ -194,11 +194,11 @@ def compact_bytes(
                     recording = Recording(job.archive_path, record)
         if record is not None:
             record = dataclasses.replace(record, report=staged.archive_report())
-        if recording is not None and record is not None:
-            files.raise_if_interrupted()
-            done, recording = recording, None
-            done.commit(record.report)
-            record = None
+            if recording is not None:
+                files.raise_if_interrupted()
+                done, recording = recording, None
+                done.commit(record.report)
+                record = None
     finally:
         if recording is not None:
             recording.abandon()

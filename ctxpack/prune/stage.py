@@ -175,7 +175,7 @@ def _unchanged_note(
         )
     if planned:
         return "no placeholder would be shorter than the output it replaces"
-    outputs = [m.text(messages[i]) for i in range(head, tail) if _is_out(messages[i])]
+    outputs = [m.text(messages[i]) for i in range(head, tail) if m.is_tool_result(messages[i])]
     if not outputs:
         return "no tool output between the protected head and tail"
     if all(is_pruned(text) for text in outputs):
@@ -276,10 +276,6 @@ def totals(results: list[PruneResult]) -> dict[str, Any]:
         "planned_saved": sum(r.planned_saved for r in results),
         "actions": actions,
     }
-
-
-def _is_out(msg: Message) -> bool:
-    return m.is_tool_result(msg)
 
 
 def _duplicates(messages: list[Message], outputs: list[int], min_chars: int) -> dict[int, int]:

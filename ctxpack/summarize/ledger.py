@@ -162,12 +162,7 @@ class Ledger:
     ) -> None:
         # An exact repeat keeps its latest place: that is when it was last meant.
         latest: dict[str, int] = {}
-        # A long session repeats its short answers ("yes", "go on"): each text is read once.
-        read: dict[str, Entry] = {}
-        entries = [
-            read[text] if text in read else read.setdefault(text, entry(text, classify=classify))
-            for text in [*previous, *new]
-        ]
+        entries = [entry(text, classify=classify) for text in [*previous, *new]]
         for index, found in enumerate(entries):
             latest[found.text.lower()] = index
         self.entries = [entries[i] for i in sorted(latest.values())]

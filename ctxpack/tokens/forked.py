@@ -42,9 +42,8 @@ def can_fork() -> bool:
 
 
 def map_forked(func: Callable[[T], Any], items: Sequence[T], *, workers: int) -> list[Any]:
-    """[func(x) for x in items], mapped by chunks as map_chunks does."""
-    chunks = map_chunks(lambda chunk: [func(x) for x in chunk], items, workers=workers)
-    return [value for chunk in chunks for value in chunk]
+    """[func(x) for x in items], mapped as each_mapped does."""
+    return list(each_mapped(func, items, workers=workers))
 
 
 def each_mapped(

@@ -113,43 +113,60 @@ def scan(
     reader = _Reader(middle, texts, _result_indexes(index.pairing_of(middle)), memo)
     if len(middle) < tokens.PARALLEL_MIN_MESSAGES:
         workers = 1
-    replies = _Replies(middle, texts)
-    facts = FactCollector()
-    said = _Said()
-    # A command still running (Codex exec sessions) finishes in a later poll of
-    # its session: the poll's output is that command's outcome.
-    sessions: dict[str, tuple[ToolUse, Action]] = {}
+    fold = _Fold(result, reader)
     mapped = forked.each_mapped(reader.read, range(len(middle)), workers=workers)
     # Closed when the fold fails, so that no child outlives it.
     with contextlib.closing(mapped) as reads:
-        for at, (msg, (found, spoken, asked, uses)) in enumerate(zip(middle, reads, strict=True)):
-            # A child's facts are kept here for the stages after the summary.
-            memo.learn(msg, found)
-            facts.add(found)
-            if spoken is not None:
-                result.replied = True
-                said.bodies.append(texts[at])
-                said.add(spoken[0], result.decisions, said.decisions)
-                said.add(spoken[1], result.next_steps, said.next_steps)
-            if asked is not None:
-                body, questions = asked
-                result.said.append(body)
-                result.asks.append(Ask(at, body, MAX_ASK, replies))
-                result.questions.extend(Ask(at, q, MAX_QUOTE, replies) for q in questions)
-            for number, (plain, workdir, session_id, running) in enumerate(uses):
-                if workdir is not None:
-                    result.workdir = workdir
-                polled = sessions.get(session_id)
-                if polled is not None:
-                    use = calls_of(msg, at)[number]
-                    _finish_session(result, sessions, polled, *reader.outputs(use))
-                    continue
-                action = _add_action(result, settle(Action(*plain), seen=result.file_marks))
-                if action.pending and running:
-                    sessions[running] = (calls_of(msg, at)[number], action)
-    result.facts = facts.facts()
-    result.last_note = _last_note(said.bodies)
-    return result
+        for at, (msg, read) in enumerate(zip(middle, reads, strict=True)):
+            fold.take(at, msg, read)
+    return fold.done()
+
+
+class _Fold:
+    """The reads of a middle's messages taken in order into its Scan: what
+    carries from one message to the next."""
+
+    def __init__(self, result: Scan, reader: _Reader) -> None:
+        self._result, self._reader = result, reader
+        self._replies = _Replies(reader.middle, reader.texts)
+        self._facts = FactCollector()
+        self._said = _Said()
+        # A command still running (Codex exec sessions) finishes in a later
+        # poll of its session: the poll's output is that command's outcome.
+        self._sessions: dict[str, tuple[ToolUse, Action]] = {}
+
+    def take(self, at: int, msg: Message, read: _Read) -> None:
+        result, said = self._result, self._said
+        found, spoken, asked, uses = read
+        # A child's facts are kept here for the stages after the summary.
+        self._reader.memo.learn(msg, found)
+        self._facts.add(found)
+        if spoken is not None:
+            result.replied = True
+            said.bodies.append(self._reader.texts[at])
+            said.add(spoken[0], result.decisions, said.decisions)
+            said.add(spoken[1], result.next_steps, said.next_steps)
+        if asked is not None:
+            body, questions = asked
+            result.said.append(body)
+            result.asks.append(Ask(at, body, MAX_ASK, self._replies))
+            result.questions.extend(Ask(at, q, MAX_QUOTE, self._replies) for q in questions)
+        for number, (plain, workdir, session_id, running) in enumerate(uses):
+            if workdir is not None:
+                result.workdir = workdir
+            polled = self._sessions.get(session_id)
+            if polled is not None:
+                use = calls_of(msg, at)[number]
+                _finish_session(result, self._sessions, polled, *self._reader.outputs(use))
+                continue
+            action = _add_action(result, settle(Action(*plain), seen=result.file_marks))
+            if action.pending and running:
+                self._sessions[running] = (calls_of(msg, at)[number], action)
+
+    def done(self) -> Scan:
+        self._result.facts = self._facts.facts()
+        self._result.last_note = _last_note(self._said.bodies)
+        return self._result
 
 
 # What reading one message finds, as plain data (a child hands it back with
@@ -174,22 +191,22 @@ class _Reader:
         answers: dict[ToolUse, list[int]],
         memo: FactMemo,
     ) -> None:
-        self._middle, self._texts, self._answers, self._memo = middle, texts, answers, memo
+        self.middle, self.texts, self._answers, self.memo = middle, texts, answers, memo
 
     def outputs(self, use: ToolUse) -> tuple[list[Message], str]:
         """The results of `use`, and their texts joined by newlines."""
         found = self._answers.get(use, [])
-        return [self._middle[i] for i in found], "\n".join(self._texts[i] for i in found)
+        return [self.middle[i] for i in found], "\n".join(self.texts[i] for i in found)
 
     def read(self, at: int) -> _Read:
-        msg, body = self._middle[at], self._texts[at]
+        msg, body = self.middle[at], self.texts[at]
         role = m.role(msg)
         uses = (
             [(use, parse_arguments(use.arguments)) for use in calls_of(msg, at)]
             if "tool_calls" in msg or "function_call" in msg
             else []
         )
-        found = self._memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses])
+        found = self.memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses])
         if role == "assistant":
             return found, _spoken(body), None, [self._use(use, args) for use, args in uses]
         if role == "user" and not m.is_tool_result(msg):
