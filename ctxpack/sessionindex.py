@@ -10,6 +10,7 @@ which reads it instead."""
 from __future__ import annotations
 
 import itertools
+from array import array
 
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactMemo
@@ -53,8 +54,7 @@ class SessionIndex:
             if messages is version.messages:
                 return version.pairing
         for version in self._versions:
-            places = version.places()
-            start = places.get(id(messages[0]), -1) if messages else -1
+            start = version.place(messages[0]) if messages else -1
             stop = start + len(messages)
             if (
                 start >= 0
@@ -123,18 +123,28 @@ class SessionIndex:
 class _Version:
     """A list paired through the index, and where each of its messages is."""
 
-    __slots__ = ("_places", "messages", "pairing")
+    __slots__ = ("_ids", "messages", "pairing")
 
     def __init__(self, messages: list[Message], pairing: Pairing) -> None:
         self.messages, self.pairing = messages, pairing
-        self._places: dict[int, int] | None = None
+        self._ids: bytes | None = None
 
-    def places(self) -> dict[int, int]:
+    def place(self, msg: Message) -> int:
+        """Where `msg` itself is in the list (its first place), or -1."""
         # By id: every message of the list is alive while it is, so an id is
-        # that very message.
-        if self._places is None:
-            self._places = {id(msg): i for i, msg in enumerate(self.messages)}
-        return self._places
+        # that very message. The ids are packed as machine words and searched
+        # in C: a dict of them costs some twenty times the memory, and a long
+        # session has hundreds of thousands of messages in each version.
+        if self._ids is None:
+            self._ids = array("Q", map(id, self.messages)).tobytes()
+        word = array("Q", (id(msg),)).tobytes()
+        at = self._ids.find(word)
+        while at > 0 and at % _ID_BYTES:
+            at = self._ids.find(word, at + 1)
+        return at // _ID_BYTES if at >= 0 else -1
+
+
+_ID_BYTES = array("Q").itemsize
 
 
 def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
@@ -147,10 +157,16 @@ def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
     known = version.messages
     if not messages or len(messages) >= len(known):
         return None
-    places = version.places()
-    kept = [places.get(id(msg), -1) for msg in messages]
-    if kept[0] < 0 or any(b <= a for a, b in itertools.pairwise(kept)):
-        return None
+    # Each message is looked for after the one before it: in one walk.
+    kept: list[int] = []
+    at, end = 0, len(known)
+    for msg in messages:
+        while at < end and known[at] is not msg:
+            at += 1
+        if at == end:
+            return None
+        kept.append(at)
+        at += 1
     for before, after in itertools.pairwise(kept):
         if after - before == 1:
             continue

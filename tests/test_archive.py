@@ -10,6 +10,7 @@ import os
 import sqlite3
 import stat
 import time
+import zlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -399,8 +400,13 @@ def test_gc_removes_old_compactions_and_keeps_recent_ones(tmp_path: Path) -> Non
         assert store.gc(timedelta(days=30)) == 0
 
 
+# Over LARGE_BLOB even packed: hex digits pack to about half their size.
+LARGE = b"".join(hashlib.sha256(b"%d" % n).hexdigest().encode() for n in range(40_000))
+
+
+@pytest.mark.parametrize("data", [b"pruned output", LARGE], ids=["small", "large"])
 def test_a_blob_gc_dropped_after_the_presence_check_is_stored_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
 ) -> None:
     with Archive.open(str(tmp_path / "a.db")) as store:
         real = Archive._present
@@ -410,10 +416,29 @@ def test_a_blob_gc_dropped_after_the_presence_check_is_stored_again(
             calls.append(1)  # the first look, before the transaction, sees a gc'd blob
             return set(shas) if len(calls) == 1 else real(self, shas)
 
-        monkeypatch.setattr(Archive, "_present", stale)
-        assert store.put_blob(b"pruned output") == sha(b"pruned output")
-        monkeypatch.undo()
-        assert store.get_blob(ref_for(b"pruned output")) == b"pruned output"
+        with monkeypatch.context() as patched:
+            patched.setattr(Archive, "_present", stale)
+            assert store.put_blob(data) == sha(data)
+        assert store.get_blob(ref_for(data)) == data
+
+
+@pytest.mark.parametrize(
+    ("data", "codec"),
+    [(LARGE, "zlib"), (os.urandom(archive_db.LARGE_BLOB + 1), "raw")],
+    ids=["packed", "incompressible"],
+)
+def test_a_large_blob_is_stored_a_stretch_at_a_time_as_the_same_bytes(
+    tmp_path: Path, data: bytes, codec: str
+) -> None:
+    expected = zlib.compress(data, 3) if codec == "zlib" else data
+    assert len(expected) >= archive_db.LARGE_BLOB
+    assert archive_db.pack(data) == (codec, expected)
+    with Archive.open(str(tmp_path / "a.db")) as store:
+        assert store.put_blob(data) == store.put_blob(data) == sha(data)
+        assert store.get_blob(sha(data)) == data
+    with contextlib.closing(sqlite3.connect(tmp_path / "a.db")) as conn:
+        rows = conn.execute("SELECT codec, data, size FROM blobs").fetchall()
+    assert rows == [(codec, expected, len(data))]
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ message's facts)."""
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ from ctxpack.pipeline.archiving import replaced_texts
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.pipeline.stages import Compress
 from ctxpack.prune.stage import PruneSettings, prune_messages
-from ctxpack.sessionindex import SessionIndex
+from ctxpack.sessionindex import SessionIndex, _Version
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import pair
 from ctxpack.tools import describe
@@ -230,6 +232,50 @@ def test_every_stage_reads_the_index_as_it_would_find_alone(
     result = transcript.with_sessions([transcript.sessions[0].with_messages(out)])
     one = transcript.with_sessions(transcript.sessions[:1])
     assert replaced_texts(one, result, indexes=[index]) == replaced_texts(one, result)
+
+
+def test_equal_texts_replaced_are_held_as_one_copy_of_their_bytes() -> None:
+    lines = [
+        {"role": "user", "content": "read the log"},
+        *[
+            msg
+            for n, output in enumerate(["ERROR: disk full", "ok", "ERROR: disk full", "héllo"])
+            for msg in (
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"c{n}",
+                            "type": "function",
+                            "function": {"name": "sh", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": f"c{n}", "content": output},
+            )
+        ],
+    ]
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    transcript = formats.read(data, path="s.jsonl")
+    messages = transcript.sessions[0].messages
+    kept = [msg for msg in messages if not m.is_tool_result(msg)]
+    result = transcript.with_sessions([transcript.sessions[0].with_messages(kept)])
+    blobs = [blob for blob, _ in replaced_texts(transcript, result)]
+    assert blobs == [b"ERROR: disk full", b"ok", b"ERROR: disk full", "héllo".encode()]
+    assert blobs[0] is blobs[2]
+
+
+def test_a_message_is_placed_in_a_version_only_at_a_whole_word() -> None:
+    messages: list[Message] = [{"role": "user", "content": str(n)} for n in range(3)]
+    version = _Version(messages, pair(messages))
+    assert [version.place(msg) for msg in messages] == [0, 1, 2]
+    assert version.place({"role": "user", "content": "0"}) == -1
+    # The ids are searched as bytes: a match that straddles two ids is none.
+    word = array("Q", [id(messages[2])]).tobytes()
+    half = b"\0" * (len(word) // 2)
+    version._ids = half + word + half + word
+    assert version.place(messages[2]) == 2
 
 
 def test_the_summarizer_fills_the_facts_the_retention_check_reads(counter: TokenCounter) -> None:

@@ -16,7 +16,14 @@ from ctxpack import messages as m
 from ctxpack.errors import UsageError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens import encodings
-from ctxpack.tokens.counter import IMAGE_TOKENS, KINDS, MESSAGE_OVERHEAD, TokenCounter
+from ctxpack.tokens.counter import (
+    IMAGE_TOKENS,
+    KINDS,
+    MESSAGE_OVERHEAD,
+    RECALL_MIN_CHARS,
+    RECALL_TEXTS,
+    TokenCounter,
+)
 from ctxpack.tokens.tally import tally
 from tests.conftest import FIXTURES, SHARED
 
@@ -83,6 +90,38 @@ def test_message_cost_parts(counter: TokenCounter) -> None:
     }
     assert counter.breakdown(msg) == expected
     assert counter.message(msg) == sum(expected.values())
+
+
+def test_a_long_text_counted_again_is_recalled_not_tokenized_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TokenCounter(encoding="o200k_base")
+    tokenized: list[str] = []
+
+    def count(text: str) -> int:
+        tokenized.append(text)
+        return len(encodings.get_encoding("o200k_base").encode_ordinary(text))
+
+    monkeypatch.setattr(counter, "_count", count)
+    summary = "## Goal\n" + "Keep the user's wording of every constraint. " * 20
+    expected = len(encodings.get_encoding("o200k_base").encode_ordinary(summary))
+    short = "x" * (RECALL_MIN_CHARS - 1)
+    assert counter.text(summary) == expected
+    # An equal text built anew (a summary read back from its message) is the same text.
+    assert counter.text("".join(list(summary))) == expected
+    assert counter.text(short) == counter.text(short)
+    assert tokenized == [summary, short, short]
+    # Only the last few long texts are kept: the memo never grows with a session.
+    others = [f"{n} {summary}" for n in range(RECALL_TEXTS)]
+    for text in others:
+        counter.text(text)
+    assert len(counter._recent) == RECALL_TEXTS
+    tokenized.clear()
+    counter.text(summary)
+    counter.text(others[-1])
+    assert tokenized == [summary]
+    counter.forget()
+    assert counter._recent == {}
 
 
 def test_estimate_is_four_chars_per_token() -> None:

@@ -285,13 +285,56 @@ def drop_unused(tx: sqlite3.Connection, *, cutoff: float) -> int:
 LARGE_BLOB = 1 << 20
 
 
+# Level 3 packs transcripts within about a sixth of level 6's size in less
+# than half its time: the archive is written on every compaction.
+_LEVEL = 3
+_STEP = 1 << 20
+
+
 def pack(data: Blob) -> tuple[str, Blob]:
-    # Level 3 packs transcripts within about a sixth of level 6's size in less
-    # than half its time: the archive is written on every compaction.
-    packed = zlib.compress(data, 3)
+    packed: Blob
+    if len(data) < LARGE_BLOB:
+        packed = zlib.compress(data, _LEVEL)
+    else:
+        # Fed a stretch at a time into one growing buffer: zlib.compress holds
+        # its whole output twice as it finishes. The bytes are the same.
+        packer = zlib.compressobj(_LEVEL)
+        view = memoryview(data)
+        packed = bytearray()
+        for start in range(0, len(data), _STEP):
+            packed += packer.compress(view[start : start + _STEP])
+        packed += packer.flush()
     if len(packed) >= len(data):
         return "raw", data
     return "zlib", packed
+
+
+# A blob row: (sha256, codec, packed bytes, size unpacked, touched, base or None).
+BlobRow = tuple[str, str, Blob, int, float, str | None]
+
+
+def insert_blobs(tx: sqlite3.Connection, rows: list[BlobRow], *, replace: bool = False) -> None:
+    """Insert blob rows, leaving those stored already (`replace`: insert
+    anew, for a row known to be gone). A large one's bytes are written a
+    stretch at a time into room made for them: bound whole, SQLite copies
+    them and builds its record of them, twice their size at once."""
+    verb = "INSERT" if replace else "INSERT OR IGNORE"
+    columns = "(sha256, codec, data, size, touched, base)"
+    small = [row for row in rows if len(row[2]) < LARGE_BLOB]
+    tx.executemany(f"{verb} INTO blobs {columns} VALUES (?, ?, ?, ?, ?, ?)", small)
+    for sha, codec, packed, size, now, base in rows:
+        if len(packed) < LARGE_BLOB:
+            continue
+        cursor = tx.execute(
+            f"{verb} INTO blobs {columns} VALUES (?, ?, zeroblob(?), ?, ?, ?)",
+            (sha, codec, len(packed), size, now, base),
+        )
+        if cursor.rowcount < 1 or cursor.lastrowid is None:
+            continue  # stored already
+        view = memoryview(packed)
+        with tx.blobopen("blobs", "data", cursor.lastrowid) as blob:
+            for start in range(0, len(packed), _STEP):
+                blob.write(view[start : start + _STEP])
 
 
 def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:

@@ -24,9 +24,11 @@ from ctxpack.archive.compaction import OpenCompaction, compaction_writes
 from ctxpack.archive.db import (
     ArchiveCorrupt,
     ArchiveMissing,
+    BlobRow,
     InvalidRef,
     connect,
     drop_unused,
+    insert_blobs,
     normalize_ref,
     pack,
     pack_all,
@@ -220,18 +222,15 @@ class Archive:
             fresh += [(sha, CODEC, data, len(items[sha]), base) for sha, data in sliced.items()]
 
         def write(tx: sqlite3.Connection, now: float) -> None:
-            tx.executemany(
-                "INSERT OR IGNORE INTO blobs (sha256, codec, data, size, touched, base)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh],
+            insert_blobs(
+                tx, [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh]
             )
             # A gc may have dropped a blob seen above; store it again (rare).
+            gone: list[BlobRow] = []
             for sha in set(shas) - self._stored(shas):
                 codec, packed = pack(items[sha])
-                tx.execute(
-                    "INSERT INTO blobs (sha256, codec, data, size, touched) VALUES (?, ?, ?, ?, ?)",
-                    (sha, codec, packed, len(items[sha]), now),
-                )
+                gone.append((sha, codec, packed, len(items[sha]), now, None))
+            insert_blobs(tx, gone, replace=True)
             # Refreshing the time keeps a re-used blob safe from the next gc.
             # gc drops only blobs nothing cites: those of a compaction need no
             # refresh, which would rewrite each whole row (a large input's

@@ -28,6 +28,10 @@ def replaced_texts(
     refs in pruning placeholders point at), and where each one was.
     `indexes`: the run's index of each original session."""
     blobs: list[tuple[Blob, Origin]] = []
+    # Equal texts share one copy of their bytes: pruning replaces an output
+    # repeated later in the session, so a long session removes many texts
+    # that are the same, and each would otherwise be held encoded until stored.
+    encoded: dict[str, Blob] = {}
     for number, (before, after) in enumerate(zip(original.sessions, result.sessions, strict=True)):
         kept = {id(msg) for msg in after.messages}
         index = indexes[number] if indexes is not None else None
@@ -40,7 +44,10 @@ def replaced_texts(
             if index is None or index.messages is not before.messages:
                 index = SessionIndex(before.messages)
             origin = _origin(msg, index, number=number, label=before.label, at=at)
-            blobs.append((text.encode("utf-8", "surrogatepass"), origin))
+            data = encoded.get(text)
+            if data is None:
+                data = encoded[text] = text.encode("utf-8", "surrogatepass")
+            blobs.append((data, origin))
     return blobs
 
 

@@ -49,6 +49,11 @@ PARALLEL_MIN_MESSAGES = 2000
 # soon pays for the encoder, and then every file is counted by tiktoken.
 SMALL_INPUT_CHARS = 300_000
 _python_chars = {"left": SMALL_INPUT_CHARS}
+# A text this long is looked up among the last few counted before it is
+# counted again: a summary is counted as it is fitted, reported and checked,
+# and hashing it costs a sliver of tokenizing it.
+RECALL_MIN_CHARS = 256
+RECALL_TEXTS = 8
 
 _TEXT_KIND = {
     "system": "system",
@@ -92,6 +97,8 @@ class TokenCounter:
         # holds (a child's rows travel back as references to the first of each).
         self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._alive: list[Message] = []
+        # The last RECALL_TEXTS long texts counted by `text`, oldest first.
+        self._recent: dict[str, int] = {}
         # None: as many processes as this machine gives us, for large inputs.
         self.workers = workers
 
@@ -157,10 +164,22 @@ class TokenCounter:
         self._memo.clear()
         self._rows.clear()
         self._alive.clear()
+        self._recent.clear()
 
     def text(self, text: str) -> int:
         if self.estimate:
             return _estimate(text)
+        if len(text) < RECALL_MIN_CHARS:
+            return self._count(text)
+        recent = self._recent
+        tokens = recent.get(text)
+        if tokens is None:
+            tokens = recent[text] = self._count(text)
+            if len(recent) > RECALL_TEXTS:
+                del recent[next(iter(recent))]
+        return tokens
+
+    def _count(self, text: str) -> int:
         if not text:
             return 0
         if self._encoding is None:
@@ -195,7 +214,8 @@ class TokenCounter:
         return entry
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
-        row = _row(_kinds(msg, self.text))
+        # A message's texts are counted once each (the memo is per message).
+        row = _row(_kinds(msg, self._count))
         return self._rows.setdefault(row, row)
 
     def message(self, msg: Message) -> int:
