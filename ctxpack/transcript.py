@@ -3,6 +3,7 @@ writer needs to put unchanged bytes back exactly where they came from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +24,12 @@ class Session:
     """
 
     messages: list[Message]
-    originals: list[tuple[Message, RawLine]] = field(default_factory=list)
+    originals: Sequence[tuple[Message, RawLine]] = field(default_factory=list)
     label: str = ""
     # What the reading adapter needs to write this session back, in a type of
     # its own that only it interprets; None for a session built from messages
     # alone.
     context: object | None = None
-
-    def raw_bytes(self) -> dict[int, RawLine]:
-        return {id(msg): raw for msg, raw in self.originals}
 
     def with_messages(self, messages: list[Message]) -> Session:
         return Session(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar, overload
 
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.transcript import RawLine, Session, Transcript
+from ctxpack.transcript import Message, RawLine, Session, Transcript
 
 BOM = b"\xef\xbb\xbf"
 State = TypeVar("State")
@@ -203,6 +203,39 @@ class LineViews(Sequence[memoryview]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return self._view[self._starts[index] : self._ends[index]]
+
+
+class LineOriginals(Sequence[tuple[Message, RawLine]]):
+    """Session.originals of a file read a message a line: each message with
+    the view of its line, made when asked for. A long session's lines stay
+    a few bytes each (their numbers) instead of a view and a pair each."""
+
+    def __init__(self, messages: list[Message], lines: LineViews, numbers: array[int]) -> None:
+        self._messages, self._lines, self._numbers = messages, lines, numbers
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[tuple[Message, RawLine]]:
+        lines = self._lines
+        for msg, number in zip(self._messages, self._numbers, strict=True):
+            yield msg, lines[number]
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Message, RawLine]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Message, RawLine]]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[Message, RawLine] | list[tuple[Message, RawLine]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._messages[index], self._lines[self._numbers[index]]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 _SPACE = b" \t\r\n\x0b\x0c"

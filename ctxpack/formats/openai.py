@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,6 +15,7 @@ from ctxpack.formats import jsoncodec, keypath
 from ctxpack.formats.base import (
     BOM,
     Format,
+    LineOriginals,
     LineViews,
     ReadOptions,
     is_blank,
@@ -140,7 +143,9 @@ class OpenAIFormat(Format, name="openai", writable=True):
     ) -> Transcript:
         messages_mode: bool | None = None
         key: keypath.KeyPath | None = None
-        originals: list[tuple[Message, RawLine]] = []
+        # Each message read, and the number of its line.
+        parsed: list[Message] = []
+        numbers = array("q")
         junk: dict[int, list[Any]] = {}
         sessions: list[Session] = []
         plain = not jsoncodec.has_long_digits(data)
@@ -153,12 +158,12 @@ class OpenAIFormat(Format, name="openai", writable=True):
         # refuses goes through jsoncodec, which reads it exactly or says why),
         # and a line starting with "{" is not blank.
         fast, refused, loads = jsoncodec.orjson_loads, jsoncodec.OrjsonError, jsoncodec.loads
-        keep_original = originals.append
+        keep_message, keep_number = parsed.append, numbers.append
         for index, line in enumerate(lines):
             # A transcript read for counting only is never written back.
             raw: RawLine = line if keep else b""
             if not line or (line[0] != _BRACE and is_blank(line)):
-                junk.setdefault(len(originals), []).append(raw)
+                junk.setdefault(len(parsed), []).append(raw)
                 entries.append(raw)
                 continue
             try:
@@ -172,7 +177,8 @@ class OpenAIFormat(Format, name="openai", writable=True):
                     problem = validate_message(obj)
                     if problem:
                         raise InputError(problem, path=path, line=index + 1)
-                    keep_original((obj, raw))
+                    keep_message(obj)
+                    keep_number(index)
                     continue
                 key = key or _record_path(obj, explicit, path, index + 1)
                 sessions.append(_record_session(obj, key, path, index + 1, raw_line=raw))
@@ -188,13 +194,14 @@ class OpenAIFormat(Format, name="openai", writable=True):
                         reason += " (the last line looks truncated)"
                     raise InputError(reason, path=path, line=index + 1) from None
                 skipped += 1
-                junk.setdefault(len(originals), []).append(raw)
+                junk.setdefault(len(parsed), []).append(raw)
                 entries.append(raw)
         if messages_mode or messages_mode is None:
+            originals: Sequence[tuple[Message, RawLine]] = (
+                LineOriginals(parsed, lines, numbers) if keep else [(msg, b"") for msg in parsed]
+            )
             session = Session(
-                messages=[msg for msg, _ in originals],
-                originals=originals,
-                context=OpenAIContext(junk=junk),
+                messages=list(parsed), originals=originals, context=OpenAIContext(junk=junk)
             )
             sessions = [session]
         else:

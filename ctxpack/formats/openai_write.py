@@ -63,8 +63,9 @@ def _context(session: Session) -> OpenAIContext:
     return context_of(session, OpenAIContext) or OpenAIContext()
 
 
-def _interleave(session: Session) -> list[tuple[bool, Any]]:
-    """Output messages with the kept-aside items (blank/invalid lines) put back.
+def _interleave(session: Session) -> list[tuple[bool, Any, int]]:
+    """Output messages with the kept-aside items (blank/invalid lines) put back,
+    each with its place among the originals (-1: not an original).
 
     Each kept-aside item sits before the original message that followed it; it
     is emitted just before that message, or before the next survivor if that
@@ -72,36 +73,39 @@ def _interleave(session: Session) -> list[tuple[bool, Any]]:
     """
     junk = _context(session).junk
     pending = sorted(junk)
-    index_of = {id(msg): i for i, (msg, _) in enumerate(session.originals)}
-    out: list[tuple[bool, Any]] = []
+    originals = session.originals
+    index_of = {id(msg): i for i, (msg, _) in enumerate(originals)}
+    out: list[tuple[bool, Any, int]] = []
     cursor = 0
     for msg in session.messages:
-        i = index_of.get(id(msg))
-        if i is not None and session.originals[i][0] is msg:
+        i = index_of.get(id(msg), -1)
+        if i >= 0 and originals[i][0] is msg:
             while cursor < len(pending) and pending[cursor] <= i:
-                out.extend((True, item) for item in junk[pending[cursor]])
+                out.extend((True, item, -1) for item in junk[pending[cursor]])
                 cursor += 1
-        out.append((False, msg))
+        else:
+            i = -1
+        out.append((False, msg, i))
     for key in pending[cursor:]:
-        out.extend((True, item) for item in junk[key])
+        out.extend((True, item, -1) for item in junk[key])
     return out
 
 
 def _jsonl_message_lines(session: Session, *, cr: bool) -> list[RawLine]:
-    raw = session.raw_bytes()
+    originals = session.originals
     out: list[RawLine] = []
-    for is_junk, item in _interleave(session):
+    for is_junk, item, place in _interleave(session):
         if is_junk:
             out.append(item)
-        elif id(item) in raw:
-            out.append(raw[id(item)])
+        elif place >= 0:
+            out.append(originals[place][1])
         else:
             out.append(jsoncodec.dumps(item) + (b"\r" if cr else b""))
     return out
 
 
 def _spliced(session: Session) -> list[Any]:
-    return [item for _, item in _interleave(session)]
+    return [item for _, item, _ in _interleave(session)]
 
 
 def _record_line(session: Session, key: keypath.KeyPath, cr: bool) -> RawLine:
