@@ -367,6 +367,50 @@ def test_value_changes_are_their_definition(picked: list[list[tuple[str, int, in
     assert changes(statements) == _plain_changes(statements)
 
 
+def _plain_mark(ledger: Ledger, text: str) -> str:
+    """The definition of Ledger.mark: every line naming a replaced value,
+    and not the value now current, says what is current."""
+    text = re.sub(r" \(superseded: now [^)]*\)", "", text)
+    lines = []
+    for line in text.split("\n"):
+        lowered = line.lower()
+        fresh = [
+            new
+            for old, new in ledger.superseded().items()
+            if old.lower() in lowered and new.lower() not in lowered
+        ]
+        if fresh and "superseded" not in lowered:
+            line = f"{line} (superseded: now {', '.join(dict.fromkeys(fresh))})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_CLAUSES), st.integers(1, 3), st.integers(1, 3)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from(_CLAUSES), st.integers(1, 3), st.integers(1, 3)).map(
+                lambda picked: picked[0].format(n=picked[1], d=picked[2])
+            ),
+            st.sampled_from(["- ran `pytest -x`", "", "(superseded: now 3.2)", "PYTHON 3.1 ok"]),
+        ),
+        max_size=6,
+    ),
+)
+def test_marking_a_record_line_is_its_definition(
+    said: list[tuple[str, int, int]], lines: list[str]
+) -> None:
+    ledger = Ledger([], [clause.format(n=n, d=d).capitalize() + "." for clause, n, d in said])
+    text = "\n".join(lines)
+    assert ledger.mark(text) == _plain_mark(ledger, text)
+    assert ledger.mark(ledger.mark(text)) == ledger.mark(text)
+
+
 def test_the_latest_word_on_each_value() -> None:
     statements = [
         "Use Python 3.11 and deploy to us-east-1.",

@@ -33,9 +33,16 @@ def compaction_writes(
         raise ValueError("more origins than blobs")
     input_sha = sha256_hex(input_bytes)
     output_sha = sha256_hex(output_bytes)
-    # Equal blobs (a command's output each time it ran) share one string.
+    # Equal blobs (a command's output each time it ran) share one string, and
+    # are often one object (replaced texts share their bytes): hashed once.
     known: dict[str, str] = {}
-    blob_shas = [known.setdefault(sha, sha) for sha in map(sha256_hex, blobs)]
+    hashed: dict[int, str] = {}
+    blob_shas: list[str] = []
+    for blob in blobs:
+        sha = hashed.get(id(blob))
+        if sha is None:
+            sha = hashed[id(blob)] = known.setdefault(digest := sha256_hex(blob), digest)
+        blob_shas.append(sha)
     items: dict[str, Blob] = {input_sha: input_bytes}
     items.update(zip(blob_shas, blobs, strict=True))
     cid = compaction_id(input_sha, output_sha)

@@ -10,6 +10,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar, overload
 
+from ctxpack.alternation import any_of_bytes
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, RawLine, Session, Transcript
 
@@ -116,7 +117,7 @@ def words_in(data: bytes, words: Iterable[bytes]) -> frozenset[bytes]:
     found: set[bytes] = set()
     at = 0
     while left:
-        hit = re.compile(_alternation(sorted(left))).search(data, at)
+        hit = any_of_bytes(list(left)).search(data, at)
         if hit is None:
             break
         # Words may overlap: the next search starts just after this one's start.
@@ -126,19 +127,6 @@ def words_in(data: bytes, words: Iterable[bytes]) -> frozenset[bytes]:
         left -= here
         at += 1
     return frozenset(found)
-
-
-def _alternation(words: list[bytes]) -> bytes:
-    """A pattern of sorted, distinct `words` as a tree of their shared
-    prefixes: the engine tries one branch per byte, not every word."""
-    if words[0] == b"":
-        rest = words[1:]
-        return b"(?:" + _alternation(rest) + b")?" if rest else b""
-    branches: dict[bytes, list[bytes]] = {}
-    for word in words:
-        branches.setdefault(word[:1], []).append(word[1:])
-    alternatives = [re.escape(first) + _alternation(rest) for first, rest in branches.items()]
-    return alternatives[0] if len(alternatives) == 1 else b"(?:" + b"|".join(alternatives) + b")"
 
 
 class FormatAdapter(Protocol):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxpack import messages as m
+from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.markers import is_summary
 from ctxpack.redact import mask
@@ -171,6 +172,9 @@ class Ledger:
         # Asked for once per record line by mark(): built once.
         self._replaced = {c.old: c.new for found in self.changes.values() for c in found}
         self._folded = [(old.lower(), new, new.lower()) for old, new in self._replaced.items()]
+        # Most lines name no replaced value: one search tells, instead of a
+        # test per value (a long session's record has thousands of lines).
+        self._named = any_of([old for old, _, _ in self._folded])
 
     @classmethod
     def of(
@@ -190,12 +194,14 @@ class Ledger:
         """`text` with each line that names a replaced value marked as such
         (earlier marks are recomputed, so a value that came back is current)."""
         text = _MARK_RE.sub("", text)
-        replaced = self._replaced
-        if not replaced:
+        if not self._replaced or self._named.search(text.lower()) is None:
             return text
         lines = []
         for line in text.split("\n"):
             lowered = line.lower()
+            if self._named.search(lowered) is None:
+                lines.append(line)
+                continue
             fresh = [
                 new
                 for old_lower, new, new_lower in self._folded
