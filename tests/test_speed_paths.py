@@ -52,9 +52,13 @@ def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return children
 
 
+@pytest.mark.parametrize("frame", [3, forked.FRAME_ITEMS])
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 100])
-def test_forked_map_is_the_serial_map(workers: int, size: int) -> None:
+def test_forked_map_is_the_serial_map(
+    monkeypatch: pytest.MonkeyPatch, workers: int, size: int, frame: int
+) -> None:
+    monkeypatch.setattr(forked, "FRAME_ITEMS", frame)
     items = list(range(size))
     assert forked.map_forked(lambda x: {"n": x * x}, items, workers=workers) == [
         {"n": x * x} for x in items

@@ -51,18 +51,34 @@ def each_mapped(
 ) -> Generator[Any, None, None]:
     """func(x) for each of items, in order, as the caller takes them: the
     first chunk mapped here meanwhile, each other one in a child of its own
-    (started first). Only the children's results are ever held at once."""
+    (started first). The children's results are held as their bytes, a
+    frame of them read at a time (FRAME_ITEMS)."""
     if workers <= 1 or len(items) < 2 or not can_fork():
         yield from (func(x) for x in items)
         return
     (start, stop), *others = _bounds(len(items), workers)
-    rest: list[list[Any]] = []
-    with _chunks(
-        lambda chunk: [func(x) for x in chunk], items, others, fork=True, done=rest.extend
-    ):
+    rest: list[list[bytes]] = []
+    with _chunks(_framed(func), items, others, fork=True, done=rest.extend):
         yield from (func(x) for x in items[start:stop])
-    for chunk in rest:
-        yield from chunk
+    for frames in rest:
+        for frame in frames:
+            yield from marshal.loads(frame)
+
+
+# Results of each_mapped's children travel in frames of this many: the parent
+# holds a child's results as bytes and makes the objects of one frame at a time,
+# as the caller takes them.
+FRAME_ITEMS = 2048
+
+
+def _framed(func: Callable[[T], Any]) -> Callable[[Sequence[T]], list[bytes]]:
+    def frames(chunk: Sequence[T]) -> list[bytes]:
+        return [
+            marshal.dumps([func(x) for x in chunk[at : at + FRAME_ITEMS]])
+            for at in range(0, len(chunk), FRAME_ITEMS)
+        ]
+
+    return frames
 
 
 def map_chunks(
@@ -173,15 +189,17 @@ def _spawn(
 
 def _collect(pid: int, fd: int) -> tuple[bool, Any]:
     """(True, the child's result), or (False, None) when it did not deliver."""
-    chunks = []
+    # One buffer, grown in place: blocks joined at the end would hold a large
+    # result twice just before it is read.
+    payload = bytearray()
     with os.fdopen(fd, "rb") as pipe:
         while block := pipe.read(1 << 20):
-            chunks.append(block)
+            payload += block
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         return False, None
     try:
-        return True, marshal.loads(b"".join(chunks))
+        return True, marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
         return False, None
 
