@@ -1,70 +1,31 @@
-"""Reading the structure of a middle: tool actions with their outcomes, user
-asks and questions, what the assistant said it decided or would do next."""
+"""Reading the structure of a middle: tool actions with their outcomes, and
+what was said (said.py), each message read on its own and folded in order."""
 
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts
-from ctxpack.facts.match import collapse, folded
-from ctxpack.facts.text import sentences
 from ctxpack.sessionindex import SessionIndex
-from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.actions import Action, clip, make_action, settle
+from ctxpack.summarize.offline.actions import Action, make_action, settle
+from ctxpack.summarize.offline.said import (
+    MAX_ASK,
+    MAX_QUOTE,
+    Ask,
+    Replies,
+    Said,
+    asked,
+    last_note,
+    spoken,
+)
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, parse_arguments
 from ctxpack.transcript import Message
-
-_DECISION_RE = re.compile(
-    r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
-    r"|I chose|switching to|opted for|I['’]ll go with)\b",
-    re.IGNORECASE,
-)
-_NEXT_RE = re.compile(
-    r"\b(?:next(?: steps?|,| I\b| we\b| up\b)|then I['’]ll|then I will|still need|need to"
-    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b",
-    re.IGNORECASE,
-)
-MAX_ASK = 300
-MAX_QUOTE = 240
-
-
-class Ask:
-    """A user's ask: where it was, its text, and the first sentence of the
-    assistant's next visible text (None if there is none). Both texts are
-    clipped when first read: most asks of a long middle are never shown."""
-
-    __slots__ = ("_limit", "_raw", "_replies", "_text", "index")
-
-    def __init__(self, index: int, raw: str, limit: int, replies: _Replies) -> None:
-        self.index = index
-        self._raw, self._limit, self._replies = raw, limit, replies
-        self._text: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = clip(self._raw, self._limit)
-        return self._text
-
-    @property
-    def reply(self) -> str | None:
-        return self._replies.after(self.index)
-
-    @property
-    def answered(self) -> bool:
-        """The assistant wrote something visible after it."""
-        return self._replies.next_of(self.index) is not None
-
-    def __repr__(self) -> str:
-        return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"
 
 
 @dataclass
@@ -128,9 +89,9 @@ class _Fold:
 
     def __init__(self, result: Scan, reader: _Reader) -> None:
         self._result, self._reader = result, reader
-        self._replies = _Replies(reader.middle, reader.texts)
+        self._replies = Replies(reader.middle, reader.texts)
         self._facts = FactCollector()
-        self._said = _Said()
+        self._said = Said()
         # A command still running (Codex exec sessions) finishes in a later
         # poll of its session: the poll's output is that command's outcome.
         self._sessions: dict[str, tuple[ToolUse, Action]] = {}
@@ -165,7 +126,7 @@ class _Fold:
 
     def done(self) -> Scan:
         self._result.facts = self._facts.facts()
-        self._result.last_note = _last_note(self._said.bodies)
+        self._result.last_note = last_note(self._said.bodies)
         return self._result
 
 
@@ -208,9 +169,9 @@ class _Reader:
         )
         found = self.memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses])
         if role == "assistant":
-            return found, _spoken(body), None, [self._use(use, args) for use, args in uses]
+            return found, spoken(body), None, [self._use(use, args) for use, args in uses]
         if role == "user" and not m.is_tool_result(msg):
-            return found, None, _asked(msg), []
+            return found, None, asked(msg), []
         return found, None, None, []
 
     def _use(self, use: ToolUse, args: dict[str, Any]) -> _Use:
@@ -236,50 +197,6 @@ def succeeded(messages: list[Message], *, pairing: Pairing) -> set[str]:
     return out
 
 
-class _Replies:
-    """The first sentence of the assistant's next visible text after a turn."""
-
-    def __init__(self, middle: list[Message], texts: list[str]) -> None:
-        self._texts = texts
-        self._next: list[int | None] = [None] * len(middle)
-        upcoming: int | None = None
-        for index in range(len(middle) - 1, -1, -1):
-            self._next[index] = upcoming
-            text = texts[index]
-            if m.role(middle[index]) == "assistant" and text and not text.isspace():
-                upcoming = index
-        self._clipped: dict[int, str] = {}
-
-    def next_of(self, index: int) -> int | None:
-        return self._next[index]
-
-    def after(self, index: int) -> str | None:
-        found = self._next[index]
-        if found is None:
-            return None
-        if found not in self._clipped:
-            self._clipped[found] = clip(next(sentences(self._texts[found]), ""), 160)
-        return self._clipped[found]
-
-
-class _Said:
-    """What the assistant wrote so far: its texts, and the keys of the
-    decisions and next steps already recorded (each is kept once)."""
-
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-        self.decisions: set[str] = set()
-        self.next_steps: set[str] = set()
-
-    @staticmethod
-    def add(items: list[str], out: list[str], seen: set[str]) -> None:
-        for item in items:
-            key = collapse(item)
-            if key and key not in seen:
-                seen.add(key)
-                out.append(item)
-
-
 def _finish_session(
     result: Scan,
     sessions: dict[str, tuple[ToolUse, Action]],
@@ -303,86 +220,6 @@ def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
     for result_index, use in pairing.links.items():
         out.setdefault(use, []).append(result_index)
     return out
-
-
-def _asked(msg: Message) -> tuple[str, list[str]] | None:
-    """The user's own words in `msg` and the questions among them."""
-    body = user_words(msg)
-    if body is None:
-        return None
-    if "?" not in body:
-        return body, []
-    questions = [
-        sentence
-        for sentence in sentences(body)
-        if sentence.endswith("?") and len(sentence) <= MAX_QUOTE
-    ]
-    return body, questions
-
-
-def _spoken(body: str) -> tuple[list[str], list[str]] | None:
-    """The quotable sentences of an assistant's text that state a decision,
-    and those that name a next step; None when it wrote nothing visible."""
-    if not body or body.isspace():
-        return None
-    decisions: list[str] = []
-    next_steps: list[str] = []
-    if not _maybe_said(collapse(body)):
-        return decisions, next_steps
-    for sentence in sentences(body):
-        if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
-            continue
-        quoted = clip(sentence, MAX_QUOTE)
-        if _DECISION_RE.search(quoted):
-            decisions.append(quoted)
-        if _NEXT_RE.search(quoted):
-            next_steps.append(quoted)
-    return decisions, next_steps
-
-
-def _maybe_said(text: str) -> bool:
-    """Whether collapsed `text` may hold a decision or a next step: it holds
-    one of the phrases of the two patterns (lowercased; no word boundaries, as
-    a quote cut short can end right after one)."""
-    t = folded(text)
-    return t is None or (
-        ("use" in t and ("ll use" in t or "will use" in t))
-        or "m using" in t
-        or "decided" in t
-        or "instead of" in t
-        or "going with" in t
-        or "chose" in t
-        or "switching to" in t
-        or "opted for" in t
-        or "ll go with" in t
-        or (
-            "next" in t
-            and (
-                "next step" in t
-                or "next," in t
-                or "next i" in t
-                or "next we" in t
-                or "next up" in t
-            )
-        )
-        or "then i" in t
-        or "still need" in t
-        or "need to" in t
-        or "left to do" in t
-        or "remaining " in t
-        or "todo" in t
-    )
-
-
-def _last_note(bodies: list[str]) -> str | None:
-    """The first two quotable sentences of the last assistant text that has any."""
-    for body in reversed(bodies):
-        said = list(
-            islice((clip(s, MAX_QUOTE) for s in sentences(body) if len(s) <= 2 * MAX_QUOTE), 2)
-        )
-        if said:
-            return " ".join(said)
-    return None
 
 
 def _add_action(result: Scan, action: Action) -> Action:

@@ -11,7 +11,8 @@ from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.offline.actions import Action, clip
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.scan import MAX_QUOTE, Scan
+from ctxpack.summarize.offline.said import MAX_QUOTE
+from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
 
