@@ -7,9 +7,12 @@ is sliced from it; damage is reported; archives written before slices (schema
 from __future__ import annotations
 
 import json
+import os
+import pickle
 import re
 import sqlite3
 import zlib
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,13 +23,14 @@ from typer.testing import CliRunner
 
 import ctxpack.cli.archive  # noqa: F401  (registers the commands)
 from bench.run import build_input
+from ctxpack import refs
 from ctxpack.archive import db, slices
 from ctxpack.archive.db import ref_of_sha
 from ctxpack.archive.recall import Recall
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import SUMMARIZED_TURNS, Origin, dump_json
 from ctxpack.cli import app
-from ctxpack.refs import ref_for, sha256_hex
+from ctxpack.refs import LineBlob, ref_for, sha256_hex
 from tests.conftest import TAU_BENCH
 from tests.test_mcp import call, server, texts
 
@@ -274,3 +278,58 @@ def test_slices_round_trip_a_session_with_pruned_lines() -> None:
     assert packed is not None and slices.decode(packed, base) == data
     assert len(packed) < len(zlib.compress(data, 3)) // 4
     assert slices.encode(base, b"x" * len(data)) is None  # nothing shared: packed whole
+
+
+def _line_blob(lines: list[bytes]) -> LineBlob:
+    made: list[int] = []
+
+    def make() -> Iterator[bytes]:
+        made.append(1)
+        return iter(lines)
+
+    blob = LineBlob(make)
+    assert made == [1]  # its sha and size: one pass
+    return blob
+
+
+def test_a_line_blob_is_its_lines_never_held_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = b"".join(BASE_LINES).splitlines(keepends=True)
+    data = b"".join(lines)
+    with monkeypatch.context() as patched:
+        patched.setattr(refs, "STRETCH", 1024)
+        blob = _line_blob(lines)
+        stretches = list(blob.stretches())
+    assert (sha256_hex(blob), len(blob), ref_for(blob)) == (
+        sha256_hex(data),
+        len(data),
+        ref_for(data),
+    )
+    assert len(stretches) > 10 and b"".join(stretches) == bytes(blob) == data
+    assert all(stretch.endswith(b"\n") for stretch in stretches)
+    assert blob == data == blob and blob == _line_blob(lines) and blob != data + b"\n"
+    # Sent to another process (a batch's worker), it is its bytes.
+    assert pickle.loads(pickle.dumps(blob)) == data
+
+
+def test_a_line_blob_is_sliced_and_packed_as_its_bytes_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = b"".join(BASE_LINES) * 8
+    lines = [
+        b'{"role":"tool","content":"[pruned]"}\n' if i % 7 == 3 else x
+        for i, x in enumerate(base.splitlines(keepends=True))
+    ][2:]
+    data = b"".join(lines)
+    with monkeypatch.context() as patched:
+        # Many stretches: a run of matching lines crosses from one to the next.
+        patched.setattr(refs, "STRETCH", 1 << 14)
+        patched.setattr(db, "LARGE_BLOB", 1 << 15)
+        blob = _line_blob(lines)
+        assert len(list(blob.stretches())) > 10
+        assert slices.find_pieces(base, blob) == slices.find_pieces(base, data)
+        packed = slices.encode(base, blob)
+        assert packed is not None and packed == slices.encode(base, data)
+        assert slices.decode(packed, base) == data
+        assert db.pack(blob) == db.pack(data) == ("zlib", zlib.compress(data, 3))
+        noise = _line_blob([os.urandom(1 << 12) + b"\n" for _ in range(16)])
+        assert db.pack(noise) == ("raw", bytes(noise))

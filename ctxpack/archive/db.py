@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ctxpack.archive import slices
 from ctxpack.errors import CtxpackError, UsageError
-from ctxpack.refs import REF_HEX, REF_PREFIX, Blob, sha256_hex
+from ctxpack.refs import REF_HEX, REF_PREFIX, Blob, sha256_hex, stretches_of
 
 ENV_VAR = "CTXPACK_ARCHIVE"
 MIN_REF_HEX = 6
@@ -291,26 +291,27 @@ _LEVEL = 3
 _STEP = 1 << 20
 
 
-def pack(data: Blob) -> tuple[str, Blob]:
-    packed: Blob
-    if len(data) < LARGE_BLOB:
+def pack(data: Blob) -> tuple[str, bytes | bytearray]:
+    packed: bytes | bytearray
+    if isinstance(data, bytes | bytearray) and len(data) < LARGE_BLOB:
         packed = zlib.compress(data, _LEVEL)
     else:
         # Fed a stretch at a time into one growing buffer: zlib.compress holds
         # its whole output twice as it finishes. The bytes are the same.
         packer = zlib.compressobj(_LEVEL)
-        view = memoryview(data)
         packed = bytearray()
-        for start in range(0, len(data), _STEP):
-            packed += packer.compress(view[start : start + _STEP])
+        for stretch in stretches_of(data):
+            view = memoryview(stretch)
+            for start in range(0, len(stretch), _STEP):
+                packed += packer.compress(view[start : start + _STEP])
         packed += packer.flush()
     if len(packed) >= len(data):
-        return "raw", data
+        return "raw", data if isinstance(data, bytes | bytearray) else bytes(data)
     return "zlib", packed
 
 
 # A blob row: (sha256, codec, packed bytes, size unpacked, touched, base or None).
-BlobRow = tuple[str, str, Blob, int, float, str | None]
+BlobRow = tuple[str, str, bytes | bytearray, int, float, str | None]
 
 
 def insert_blobs(tx: sqlite3.Connection, rows: list[BlobRow], *, replace: bool = False) -> None:
@@ -337,7 +338,7 @@ def insert_blobs(tx: sqlite3.Connection, rows: list[BlobRow], *, replace: bool =
                 blob.write(view[start : start + _STEP])
 
 
-def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:
+def pack_all(items: list[Blob]) -> list[tuple[str, bytes | bytearray]]:
     """pack() of each item; the large ones on other cores (zlib releases the
     GIL), while this thread packs the small ones."""
     large = [i for i, item in enumerate(items) if len(item) >= LARGE_BLOB]
@@ -346,7 +347,7 @@ def pack_all(items: list[Blob]) -> list[tuple[str, Blob]]:
     # Imported here: the thread pool brings logging with it, which a small run never needs.
     from concurrent.futures import ThreadPoolExecutor
 
-    out: list[tuple[str, Blob]] = [("", b"")] * len(items)
+    out: list[tuple[str, bytes | bytearray]] = [("", b"")] * len(items)
     with ThreadPoolExecutor(max_workers=min(len(large), os.cpu_count() or 1)) as pool:
         futures = {i: pool.submit(pack, items[i]) for i in large}
         for i, item in enumerate(items):

@@ -16,7 +16,7 @@ import sys
 import zlib
 from array import array
 
-from ctxpack.refs import Blob
+from ctxpack.refs import Blob, stretches_of
 
 CODEC = "slices"
 # Smaller blobs are packed whole: their slices would save next to nothing.
@@ -33,49 +33,65 @@ _LITERAL = -1
 
 def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
     """(start, length) of each piece of `data`: a range of `base`, or for
-    start -1, that many literal bytes of `data` at this point.
+    start -1, that many literal bytes of `data` at this point."""
+    found = _Pieces(base, len(data))
+    for stretch in stretches_of(data):
+        found.feed(stretch)
+    return found.pieces
+
+
+class _Pieces:
+    """The pieces of data fed a stretch of whole lines at a time.
 
     Line by line: a line is looked for where the previous one ended in the
     base, then as many base lines further as lines have just failed to match
     (those lines replaced base lines: pruned outputs), then by a search around
     that point, bounded in all to a few passes over the base, so the cost
-    stays linear whatever the data.
+    stays linear whatever the data. The literal lines are kept as they come.
     """
-    view = memoryview(data)
-    pieces: list[tuple[int, int]] = []
-    budget = 2 * len(base) + len(data)
-    anchored = False
-    pos = misses = 0
-    previous = -1  # where the last line matched: an earlier summary is archived twice
-    start, size = 0, len(data)
-    while start < size:
-        end = data.find(b"\n", start)
-        end = size if end < 0 else end + 1
-        line = view[start:end]
-        at = _locate(base, line, pos, misses)
-        if at < 0 and previous >= 0 and base.startswith(line, previous):
-            at = previous
-        # One line that is not there is a pruned one; search only after two.
-        if at < 0 and budget > 0 and (misses or not anchored):
-            low = max(pos - WINDOW, 0) if anchored else 0
-            high = min(pos + WINDOW, len(base)) if anchored else len(base)
-            at = base.find(line, low, high)
-            budget -= high - low if at < 0 else at - low + len(line)
-        if at < 0:
-            _add(pieces, _LITERAL, len(line))
-            misses = min(misses + 1, MAX_SKIPPED)
-        else:
-            # Then as many whole lines as go on matching, compared in bulk.
-            same = _common_lines(data, end, base, at + len(line))
-            _add(pieces, at, len(line) + same)
-            anchored = True
-            pos, misses, previous = at + len(line) + same, 0, at
-            end += same
-        start = end
-    return pieces
+
+    def __init__(self, base: bytes, size: int) -> None:
+        self.base = base
+        self.pieces: list[tuple[int, int]] = []
+        self.literals = bytearray()
+        self._budget = 2 * len(base) + size
+        self._anchored = False
+        self._pos = self._misses = 0
+        self._previous = -1  # where the last line matched: an earlier summary is archived twice
+
+    def feed(self, data: bytes | bytearray) -> None:
+        base, pieces = self.base, self.pieces
+        view = memoryview(data)
+        start, size = 0, len(data)
+        while start < size:
+            end = data.find(b"\n", start)
+            end = size if end < 0 else end + 1
+            line = view[start:end]
+            pos, misses, previous = self._pos, self._misses, self._previous
+            at = _locate(base, line, pos, misses)
+            if at < 0 and previous >= 0 and base.startswith(line, previous):
+                at = previous
+            # One line that is not there is a pruned one; search only after two.
+            if at < 0 and self._budget > 0 and (misses or not self._anchored):
+                low = max(pos - WINDOW, 0) if self._anchored else 0
+                high = min(pos + WINDOW, len(base)) if self._anchored else len(base)
+                at = base.find(line, low, high)
+                self._budget -= high - low if at < 0 else at - low + len(line)
+            if at < 0:
+                _add(pieces, _LITERAL, len(line))
+                self.literals += line
+                self._misses = min(misses + 1, MAX_SKIPPED)
+            else:
+                # Then as many whole lines as go on matching, compared in bulk.
+                same = _common_lines(data, end, base, at + len(line))
+                _add(pieces, at, len(line) + same)
+                self._anchored = True
+                self._pos, self._misses, self._previous = at + len(line) + same, 0, at
+                end += same
+            start = end
 
 
-def _common_lines(data: Blob, start: int, base: bytes, pos: int) -> int:
+def _common_lines(data: bytes | bytearray, start: int, base: bytes, pos: int) -> int:
     """How many bytes of whole lines `data` from `start` and `base` from `pos`
     share: blocks of doubling size compared at C speed, then halving ones."""
     view = memoryview(data)
@@ -119,25 +135,19 @@ def encode(base: bytes, data: Blob) -> bytes | None:
     in the base for slices to pay."""
     if len(data) < MIN_SIZE:
         return None
-    pieces = find_pieces(base, data)
-    shared = sum(length for start, length in pieces if start != _LITERAL)
+    found = _Pieces(base, len(data))
+    for stretch in stretches_of(data):
+        found.feed(stretch)
+    shared = sum(length for start, length in found.pieces if start != _LITERAL)
     if shared < MIN_SHARE * len(data):
         return None
-    table = array("q", [len(pieces)])
-    for start, length in pieces:
+    table = array("q", [len(found.pieces)])
+    for start, length in found.pieces:
         table.extend((start, length))
     if sys.byteorder != "little":
         table.byteswap()
     packer = zlib.compressobj(3)
-    out = [packer.compress(table.tobytes())]
-    view = memoryview(data)
-    at = 0
-    for start, length in pieces:
-        if start == _LITERAL:
-            out.append(packer.compress(view[at : at + length]))
-        at += length
-    out.append(packer.flush())
-    return b"".join(out)
+    return packer.compress(table.tobytes()) + packer.compress(found.literals) + packer.flush()
 
 
 def sliced_items(

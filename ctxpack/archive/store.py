@@ -213,7 +213,7 @@ class Archive:
             todo = [sha for sha in shas if sha not in known]
             sliced = sliced_items(self._conn, items, todo, base=base)
             whole = [sha for sha in todo if sha not in sliced]
-            fresh: list[tuple[str, str, Blob, int, str | None]] = [
+            fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = [
                 (sha, codec, data, len(items[sha]), None)
                 for sha, (codec, data) in zip(
                     whole, pack_all([items[sha] for sha in whole]), strict=True

@@ -139,7 +139,10 @@ def _row(
         "exit_code": 0,
         "report": orjson.dumps(report.to_dict()).decode(),
         "archived": record is not None,
-        "archive_blobs": record.blobs if record else [],
+        # A column of binary values: a blob made of lines is made here.
+        "archive_blobs": [blob if isinstance(blob, bytes) else bytes(blob) for blob in record.blobs]
+        if record
+        else [],
         "archive_origins": [dump_json(o.to_dict()) for o in record.origins] if record else [],
         "archive_settings": dump_json(record.settings) if record else None,
         "archive_report": dump_json(record.report) if record else None,

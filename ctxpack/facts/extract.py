@@ -225,17 +225,25 @@ class FactMemo:
     messages are read once."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Message, MessageFacts]] = {}
+        # Facts by message id. Each message is held here too, so that no
+        # other object can take its id while the memo lives: a list slot a
+        # message instead of a pair (a long session has hundreds of thousands).
+        self._known: dict[int, MessageFacts] = {}
+        self._held: list[Message] = []
         self._by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
 
     def known(self, msg: Message) -> MessageFacts | None:
         """The facts of `msg` when they were found already."""
-        hit = self._known.get(id(msg))
-        return hit[1] if hit is not None and hit[0] is msg else None
+        return self._known.get(id(msg))
 
     def learn(self, msg: Message, facts: MessageFacts) -> None:
         """Keep the facts of `msg` found elsewhere (a child process that read it)."""
-        self._known[id(msg)] = (msg, facts)
+        self._keep(msg, facts)
+
+    def _keep(self, msg: Message, facts: MessageFacts) -> None:
+        if id(msg) not in self._known:
+            self._held.append(msg)
+        self._known[id(msg)] = facts
 
     def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
         """message_facts(msg, body=body, calls=calls), found once."""
@@ -249,7 +257,7 @@ class FactMemo:
             found = self._by_content.get(key)
             if found is None:
                 found = self._by_content[key] = message_facts(msg, body=body, calls=calls)
-            self._known[id(msg)] = (msg, found)
+            self._keep(msg, found)
         return found
 
 

@@ -19,7 +19,7 @@ from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import prepare_request
 from ctxpack.prune.stage import PruneResult, PruneSettings, plan_prune, prune_messages
 from ctxpack.redact import redact_messages
-from ctxpack.refs import ref_for
+from ctxpack.refs import LineBlob, ref_for
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.settings import BUILTIN_ENGINE
@@ -268,13 +268,10 @@ def summarize_messages(
     return out
 
 
-def _jsonl(messages: list[Message]) -> bytearray:
-    """Messages as JSONL, built in place: a large middle is never held twice."""
-    out = bytearray()
-    for msg in messages:
-        out += jsoncodec.dumps(msg)
-        out += b"\n"
-    return out
+def _jsonl(messages: list[Message]) -> LineBlob:
+    """Messages as JSONL, made a stretch at a time whenever read: a large
+    middle's JSONL is never held whole beside its messages."""
+    return LineBlob(lambda: (jsoncodec.dumps(msg) + b"\n" for msg in messages))
 
 
 def _active_request(

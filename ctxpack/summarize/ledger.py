@@ -163,7 +163,12 @@ class Ledger:
     ) -> None:
         # An exact repeat keeps its latest place: that is when it was last meant.
         latest: dict[str, int] = {}
-        entries = [entry(text, classify=classify) for text in [*previous, *new]]
+        # A message sent again ("continue", a pasted prompt) is read once.
+        read: dict[str, Entry] = {}
+        entries = [
+            read.get(text) or read.setdefault(text, entry(text, classify=classify))
+            for text in [*previous, *new]
+        ]
         for index, found in enumerate(entries):
             latest[found.text.lower()] = index
         self.entries = [entries[i] for i in sorted(latest.values())]

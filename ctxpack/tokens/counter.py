@@ -179,6 +179,16 @@ class TokenCounter:
                 del recent[next(iter(recent))]
         return tokens
 
+    def texts(self, texts: list[str]) -> list[int]:
+        """The tokens of each of texts, on several cores when they are many
+        (the candidate lines of a long middle's record)."""
+        if self.estimate:
+            return [_estimate(text) for text in texts]
+        workers = 1 if len(texts) < PARALLEL_MIN_MESSAGES else self.processes
+        if workers > 1:
+            self._encoder()  # loaded once here, not once per child
+        return forked.map_forked(self._count, texts, workers=workers)
+
     def _count(self, text: str) -> int:
         if not text:
             return 0

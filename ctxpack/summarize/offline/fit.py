@@ -107,7 +107,9 @@ def fit(
     empty sections share one line (template.render_compact)."""
     skeleton = render_compact({}) if compact else render({})
     warnings: list[str] = []
-    costs = {h: [counter.text(item.text) + 1 for item in candidates.get(h, ())] for h in HEADINGS}
+    # Every candidate is weighed, a long middle's thousands of actions too.
+    lengths = iter(counter.texts([item.text for h in HEADINGS for item in candidates.get(h, ())]))
+    costs = {h: [next(lengths) + 1 for _ in candidates.get(h, ())] for h in HEADINGS}
     crowded = sum(1 for h in HEADINGS if costs[h])
     room = budget - counter.text(skeleton) - _MORE_RESERVE * crowded
     chosen: dict[str, list[int]] = {h: [] for h in HEADINGS}

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.ledger import Ledger, previous_entries, with_ledger
-from ctxpack.summarize.offline.fit import fit
+from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
 from ctxpack.summarize.offline.update import merge_previous
@@ -38,6 +38,13 @@ def day_of(timestamp: str | None) -> str | None:
         return None
     mt = _DATE_RE.match(timestamp.strip())
     return mt.group(0) if mt else None
+
+
+def _marked(item: Item, ledger: Ledger) -> Item:
+    """The item with its lines marked where they name a replaced value; the
+    same item when none does (most do not, and a long middle has thousands)."""
+    text = ledger.mark(item.text)
+    return item if text == item.text else replace(item, text=text)
 
 
 class OfflineSummarizer:
@@ -71,7 +78,7 @@ class OfflineSummarizer:
         )
         candidates = fresh if previous is None else merge_previous(previous, fresh, found)
         marked = {
-            heading: [replace(item, text=ledger.mark(item.text)) for item in items]
+            heading: [_marked(item, ledger) for item in items]
             for heading, items in candidates.items()
         }
         # The bare template comes first: the ledger takes only room beyond it.
