@@ -574,3 +574,45 @@ def test_only_blobs_no_compaction_cites_have_their_time_refreshed(tmp_path: Path
     with Archive.open(str(db)) as store:
         assert store.gc(timedelta(days=30)) == 0
         assert store.restore(output) == data
+
+
+def _blob_rows(path: Path) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT sha256, codec, data, size, base FROM blobs ORDER BY sha256"
+        ).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("data", "codec"),
+    [(LARGE + b"\n", "zlib"), (os.urandom(archive_db.LARGE_BLOB + 1), "raw")],
+    ids=["packed", "incompressible"],
+)
+def test_an_input_packed_ahead_is_stored_as_it_is_packed_when_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, codec: str
+) -> None:
+    output, blobs = simulate_compaction(data)
+    parts: dict[str, Any] = {
+        "source_path": "session.jsonl",
+        "input_bytes": data,
+        "output_bytes": output,
+        "blobs": blobs,
+        "settings": {},
+    }
+    with Archive.open(str(tmp_path / "here.db")) as store:
+        here = store.record_compaction(report={}, **parts)
+    packed = archive_db.packed_ahead(data)
+    assert packed[:2] == (sha(data), codec)
+    real = archive_db.pack_all
+
+    def pack_all(items: list[Any]) -> Any:
+        assert all(item is not data for item in items), "the input is packed already"
+        return real(items)
+
+    with monkeypatch.context() as patched:
+        patched.setattr("ctxpack.archive.store.pack_all", pack_all)
+        with Archive.open(str(tmp_path / "ahead.db")) as store:
+            ahead = store.record_compaction(report={}, input_packed=packed, **parts)
+            assert store.restore(output) == data
+    assert ahead == here
+    assert _blob_rows(tmp_path / "ahead.db") == _blob_rows(tmp_path / "here.db")

@@ -4,8 +4,11 @@ per-message bytes, the whole-file digit check."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +45,8 @@ def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     children: list[int] = []
     real_spawn = forked._spawn
 
-    def spawn(*args: Any) -> Any:
-        child = real_spawn(*args)
+    def spawn(*args: Any, **kwargs: Any) -> Any:
+        child = real_spawn(*args, **kwargs)
         if child is not None:
             children.append(child[0])
         return child
@@ -258,6 +261,70 @@ def test_in_child_runs_beside_the_body_and_falls_back_to_the_parent() -> None:
     with pytest.raises(KeyError), forked.in_child(os.getpid, done=found.append):
         raise KeyError("the body failed")
     assert len(found) == 2
+
+
+def test_started_work_runs_at_the_lowest_priority_and_is_read_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parent = os.getpid()
+    spawned = _spawned(monkeypatch)
+    with forked.started(
+        lambda: (os.getpid(), os.getpriority(os.PRIO_PROCESS, 0)), background=True
+    ) as result:
+        first = result()
+        assert result() is first
+    assert first == (spawned[0], 19) and first[0] != parent
+
+    def parent_only() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("only the parent may compute")
+        return 7
+
+    with forked.started(parent_only) as result:
+        assert result() == 7
+    # Work nobody waited for ends with the block.
+    with forked.started(lambda: time.sleep(60)):
+        pass
+    with pytest.raises(ChildProcessError):
+        os.waitpid(spawned[-1], os.WNOHANG)
+
+
+def test_a_large_input_is_packed_for_the_archive_beside_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packed in a child from the start, the input is stored as the archive
+    packs it itself: the same rows, the same restore."""
+    from ctxpack.archive.store import Archive
+    from ctxpack.pipeline import archiving, stages
+    from ctxpack.pipeline.compaction import CompressSettings
+    from ctxpack.pipeline.run import FileJob, run_file
+
+    source = _tau_jsonl(tmp_path)
+    stage = stages.Compress(CompressSettings(force=True))
+    real_started = forked.started
+    rows = {}
+    for where, minimum in (("ahead", 0), ("when stored", 1 << 40)):
+        monkeypatch.setattr(archiving, "PACK_AHEAD_MIN_BYTES", minimum)
+        background: list[bool] = []
+
+        def started(func: Any, *, background: bool = False, seen: list[bool] = background) -> Any:
+            seen.append(background)
+            return real_started(func, background=background)
+
+        monkeypatch.setattr(forked, "started", started)
+        archive = tmp_path / f"{where}.db"
+        out = tmp_path / f"{where}.jsonl"
+        run_file(
+            FileJob(source=str(source), output=str(out), archive_path=str(archive)), stage=stage
+        )
+        assert background == ([True] if where == "ahead" else [])
+        with Archive.open(str(archive)) as store:
+            assert store.restore(out.read_bytes()) == source.read_bytes()
+        with contextlib.closing(sqlite3.connect(archive)) as conn:
+            rows[where] = conn.execute(
+                "SELECT sha256, codec, data, size, base FROM blobs ORDER BY sha256"
+            ).fetchall()
+    assert rows["ahead"] == rows["when stored"]
 
 
 @pytest.mark.parametrize("gate", [None, {"overall": 1.0}])

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxpack.archive.db import translate
+from ctxpack.archive.db import Packed, translate
 from ctxpack.archive.lookup import COLUMNS
 from ctxpack.archive.types import Origin, compaction_id, dump_json
 from ctxpack.refs import Blob, sha256_hex
@@ -25,13 +25,26 @@ def compaction_writes(
     blobs: list[Blob],
     settings: dict[str, Any],
     origins: Sequence[Origin | None] = (),
-) -> tuple[str, str, dict[str, Blob], Callable[[sqlite3.Connection, float, str], None]]:
+    input_packed: Packed | None = None,
+) -> tuple[
+    str,
+    str,
+    dict[str, Blob],
+    dict[str, tuple[str, bytes | bytearray]],
+    Callable[[sqlite3.Connection, float, str], None],
+]:
     """A compaction's id, its input's sha, its blobs by sha (the input's
-    too), and the insert of its rows with a report's JSON: what
-    Archive.record_compaction and Archive.begin_compaction write."""
+    too), those packed already (`input_packed`: the input), and the insert
+    of its rows with a report's JSON: what Archive.record_compaction and
+    Archive.begin_compaction write."""
     if len(origins) > len(blobs):
         raise ValueError("more origins than blobs")
-    input_sha = sha256_hex(input_bytes)
+    packed: dict[str, tuple[str, bytes | bytearray]] = {}
+    if input_packed is not None:
+        input_sha, codec, data = input_packed
+        packed[input_sha] = (codec, input_bytes if codec == "raw" else data)
+    else:
+        input_sha = sha256_hex(input_bytes)
     output_sha = sha256_hex(output_bytes)
     # Equal blobs (a command's output each time it ran) share one string, and
     # are often one object (replaced texts share their bytes): hashed once.
@@ -93,7 +106,7 @@ def compaction_writes(
                 ((cid, *row) for row in rows()),
             )
 
-    return cid, input_sha, items, insert
+    return cid, input_sha, items, packed, insert
 
 
 class OpenCompaction:

@@ -310,6 +310,17 @@ def pack(data: Blob) -> tuple[str, bytes | bytearray]:
     return "zlib", packed
 
 
+# A blob packed before it is stored (a large input, in a child, while the run
+# compacts it): its sha256, codec and packed bytes (none for "raw": the blob's
+# own bytes are stored).
+Packed = tuple[str, str, bytes | bytearray]
+
+
+def packed_ahead(data: bytes) -> Packed:
+    codec, packed = pack(data)
+    return sha256_hex(data), codec, b"" if codec == "raw" else packed
+
+
 # A blob row: (sha256, codec, packed bytes, size unpacked, touched, base or None).
 BlobRow = tuple[str, str, bytes | bytearray, int, float, str | None]
 

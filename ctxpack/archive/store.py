@@ -185,10 +185,11 @@ class Archive:
         *,
         base: str | None = None,
         cited: bool = False,
+        packed: dict[str, tuple[str, bytes | bytearray]] | None = None,
     ) -> None:
         """Store what is new of `items`; those mostly made of `base`'s bytes
-        (one of the items) as slices of it. `cited`: as for _writes."""
-        write = self._writes(items, then, base=base, cited=cited)
+        (one of the items) as slices of it. `cited`, `packed`: as for _writes."""
+        write = self._writes(items, then, base=base, cited=cited, packed=packed or {})
         if self._waiting is not None:
             self._waiting.append(write)
             self._waiting_shas.update(items)
@@ -203,21 +204,22 @@ class Archive:
         *,
         base: str | None,
         cited: bool,
+        packed: dict[str, tuple[str, bytes | bytearray]],
     ) -> Callable[[sqlite3.Connection, float], None]:
         """What storing `items` writes, its blobs compressed (and sliced) here,
         outside any transaction, so that other writers wait only for the inserts.
-        `cited`: a compaction written in the same transaction cites every item."""
+        `cited`: a compaction written in the same transaction cites every item;
+        `packed`: (codec, packed bytes) of items packed already, by sha."""
         with translate(self.path):
             shas = list(items)
             known = self._present(shas)
             todo = [sha for sha in shas if sha not in known]
             sliced = sliced_items(self._conn, items, todo, base=base)
             whole = [sha for sha in todo if sha not in sliced]
+            rest = [sha for sha in whole if sha not in packed]
+            made = dict(zip(rest, pack_all([items[sha] for sha in rest]), strict=True))
             fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = [
-                (sha, codec, data, len(items[sha]), None)
-                for sha, (codec, data) in zip(
-                    whole, pack_all([items[sha] for sha in whole]), strict=True
-                )
+                (sha, *(packed.get(sha) or made[sha]), len(items[sha]), None) for sha in whole
             ]
             fresh += [(sha, CODEC, data, len(items[sha]), base) for sha, data in sliced.items()]
 
@@ -250,10 +252,14 @@ class Archive:
         """Store everything needed to undo one compaction; return its id.
 
         `origins[i]`, where given, says where `blobs[i]` came from."""
-        cid, input_sha, items, insert = compaction_writes(**parts)
+        cid, input_sha, items, packed, insert = compaction_writes(**parts)
         report_json = dump_json(report)
         self._store(
-            items, then=lambda tx, now: insert(tx, now, report_json), base=input_sha, cited=True
+            items,
+            then=lambda tx, now: insert(tx, now, report_json),
+            base=input_sha,
+            cited=True,
+            packed=packed,
         )
         return cid
 
@@ -263,8 +269,8 @@ class Archive:
         for it) until the caller commits it with the report, or rolls it back."""
         if self._waiting is not None:
             raise RuntimeError("an open compaction is not part of an archive group")
-        cid, input_sha, items, insert = compaction_writes(**parts)
-        write = self._writes(items, None, base=input_sha, cited=True)
+        cid, input_sha, items, packed, insert = compaction_writes(**parts)
+        write = self._writes(items, None, base=input_sha, cited=True, packed=packed)
         opened = OpenCompaction(self._conn, self.path, cid)
         with translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")

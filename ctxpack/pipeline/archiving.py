@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
-from ctxpack.archive.db import resolve_path
+from ctxpack.archive.db import LARGE_BLOB, Packed, packed_ahead, resolve_path
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, CompactionParts, Origin
 from ctxpack.errors import CtxpackError, OutputError
 from ctxpack.refs import Blob
 from ctxpack.sessionindex import SessionIndex
+from ctxpack.tokens import forked
 from ctxpack.transcript import Message, Transcript
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ class Record:
     origins: list[Origin]
     settings: dict[str, Any]
     report: dict[str, Any]
+    # The input packed already (input_packing), or None: packed when stored.
+    input_packed: Packed | None = None
 
     def parts(self) -> CompactionParts:
         """What the archive stores of it besides the report."""
@@ -104,6 +107,7 @@ class Record:
             "blobs": self.blobs,
             "origins": self.origins,
             "settings": self.settings,
+            "input_packed": self.input_packed,
         }
 
 
@@ -114,10 +118,11 @@ def run_record(
     output: bytes,
     kept: Kept,
     replaced: list[tuple[Blob, Origin]] | None = None,
+    input_packed: Packed | None = None,
 ) -> Record | None:
     """What the archive keeps of a run; None when nothing changed (there is
     nothing to undo). `replaced`: replaced_texts(original, result), when the
-    run already found them."""
+    run already found them; `input_packed`: the input, packed already."""
     if output == original.raw:
         return None
     if replaced is None:
@@ -131,7 +136,26 @@ def run_record(
         origins=[origin for _, origin in cited],
         settings=kept.settings,
         report=kept.report,
+        input_packed=input_packed,
     )
+
+
+# An input this large is packed for the archive in a child of its own, at the
+# lowest priority, from the start of the run: what the cores have spare while
+# the run compacts it (its single-process stretches) packs it.
+PACK_AHEAD_MIN_BYTES = LARGE_BLOB
+
+
+@contextlib.contextmanager
+def input_packing(data: bytes) -> Iterator[Callable[[], Packed | None]]:
+    """For a run that archives its input: a large one packed for the archive
+    in the background; the body gets a function that waits for it (None:
+    packed when stored)."""
+    if len(data) < PACK_AHEAD_MIN_BYTES:
+        yield lambda: None
+        return
+    with forked.started(lambda: packed_ahead(data), background=True) as packed:
+        yield packed
 
 
 class Archives:

@@ -18,6 +18,7 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
+    from ctxpack.archive.db import Packed
     from ctxpack.archive.types import Origin
     from ctxpack.pipeline.archiving import Archives, Record, Recording
     from ctxpack.refs import Blob
@@ -161,6 +162,25 @@ def compact_bytes(
     writes. `store`: the archive record is stored here (a file run alone),
     written while the stage's pending work runs and committed once it is
     done, instead of handed back for the caller to store."""
+    if not job.archive:
+        return _compact_bytes(data, job=job, stage=stage, counter=counter, store=store)
+    from ctxpack.pipeline.archiving import input_packing
+
+    with input_packing(data) as input_packed:
+        return _compact_bytes(
+            data, job=job, stage=stage, counter=counter, store=store, input_packed=input_packed
+        )
+
+
+def _compact_bytes(
+    data: bytes,
+    *,
+    job: FileJob,
+    stage: Stage[R],
+    counter: TokenCounter,
+    store: bool,
+    input_packed: Callable[[], Packed | None] = lambda: None,
+) -> Compacted[R]:
     transcript = parse_transcript(
         data, source=job.source, fmt=job.input_format, options=job.read_options
     )
@@ -189,6 +209,7 @@ def compact_bytes(
                     output=out,
                     kept=kept,
                     replaced=replaced,
+                    input_packed=input_packed(),
                 )
                 if store and record is not None:
                     recording = Recording(job.archive_path, record)

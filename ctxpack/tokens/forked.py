@@ -129,6 +129,32 @@ def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterato
 
 
 @contextlib.contextmanager
+def started(func: Callable[[], T], *, background: bool = False) -> Iterator[Callable[[], T]]:
+    """func() started now in a child; the body gets a function that waits
+    for its result (func runs here when no child delivers it). Leaving the
+    block kills a child not waited for. `background`: the child runs at the
+    lowest priority, on what time the cores have spare."""
+    child = (
+        _spawn(lambda _: func(), [None], 0, 1, nice=19 if background else 0) if can_fork() else None
+    )
+    found: list[T] = []
+
+    def result() -> T:
+        nonlocal child
+        if not found:
+            delivered: tuple[bool, Any] = (False, None) if child is None else _collect(*child)
+            child = None
+            found.append(delivered[1] if delivered[0] else func())
+        return found[0]
+
+    try:
+        yield result
+    finally:
+        if child is not None:
+            _abandon(*child)
+
+
+@contextlib.contextmanager
 def _chunks(
     func: Callable[[Sequence[T]], Any],
     items: Sequence[T],
@@ -161,7 +187,7 @@ def _bounds(count: int, chunks: int) -> list[tuple[int, int]]:
 
 
 def _spawn(
-    func: Callable[[Sequence[T]], Any], items: Sequence[T], start: int, stop: int
+    func: Callable[[Sequence[T]], Any], items: Sequence[T], start: int, stop: int, *, nice: int = 0
 ) -> tuple[int, int] | None:
     read_fd, write_fd = os.pipe()
     try:
@@ -175,6 +201,8 @@ def _spawn(
         try:
             os.close(read_fd)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if nice:
+                os.nice(nice)
             payload = marshal.dumps(func(items[start:stop]))
             view = memoryview(payload)
             while view:
