@@ -212,6 +212,22 @@ def test_a_file_with_a_big_integer_still_reads_it_exactly(tmp_path: Path) -> Non
     assert formats.write(transcript, counter=COUNTER) == data
 
 
+def test_a_read_for_counting_only_counts_a_big_integer_as_the_exact_read_does() -> None:
+    data = (
+        b'{"role": "user", "content": "how many?", "id": 123456789012345678901234567890}\n'
+        b'{"role": "assistant", "content": "12345678901234567890123 of them"}\n'
+    )
+    assert jsoncodec.has_long_digits(data)
+    counted = [
+        count_transcript(
+            formats.read(data, path="big.jsonl", options=ReadOptions(keep_bytes=keep)),
+            counter=COUNTER,
+        ).to_dict()
+        for keep in (True, False)
+    ]
+    assert counted[0] == counted[1] and counted[0]["total"]["messages"] == 2
+
+
 def test_compress_counted_on_several_cores_writes_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

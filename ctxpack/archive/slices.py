@@ -34,10 +34,7 @@ _LITERAL = -1
 def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
     """(start, length) of each piece of `data`: a range of `base`, or for
     start -1, that many literal bytes of `data` at this point."""
-    found = _Pieces(base, len(data))
-    for stretch in stretches_of(data):
-        found.feed(stretch)
-    return found.pieces
+    return _Pieces.of(base, data).pieces
 
 
 class _Pieces:
@@ -58,6 +55,13 @@ class _Pieces:
         self._anchored = False
         self._pos = self._misses = 0
         self._previous = -1  # where the last line matched: an earlier summary is archived twice
+
+    @classmethod
+    def of(cls, base: bytes, data: Blob) -> _Pieces:
+        found = cls(base, len(data))
+        for stretch in stretches_of(data):
+            found.feed(stretch)
+        return found
 
     def feed(self, data: bytes | bytearray) -> None:
         base, pieces = self.base, self.pieces
@@ -135,9 +139,7 @@ def encode(base: bytes, data: Blob) -> bytes | None:
     in the base for slices to pay."""
     if len(data) < MIN_SIZE:
         return None
-    found = _Pieces(base, len(data))
-    for stretch in stretches_of(data):
-        found.feed(stretch)
+    found = _Pieces.of(base, data)
     shared = sum(length for start, length in found.pieces if start != _LITERAL)
     if shared < MIN_SHARE * len(data):
         return None

@@ -148,8 +148,10 @@ class OpenAIFormat(Format, name="openai", writable=True):
         numbers = array("q")
         junk: dict[int, list[Any]] = {}
         sessions: list[Session] = []
-        plain = not jsoncodec.has_long_digits(data)
         keep = options.keep_bytes
+        # A read that is never written back reads only texts: a number orjson
+        # would round (19+ digits) is never shown, so no line needs the exact path.
+        plain = not keep or not jsoncodec.has_long_digits(data)
         entries: list[RawLine | int] = []
         skipped = 0
         last = len(lines) - 1

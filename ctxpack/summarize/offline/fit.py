@@ -17,8 +17,9 @@ from ctxpack.summarize.template import COMPLETED_ACTIONS, render, render_compact
 from ctxpack.tokens.counter import TokenCounter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
+    # Slots: a long middle makes one for each of its tens of thousands of actions.
     text: str
     order: int = 0  # position when displayed (lower first); ties keep priority order
 

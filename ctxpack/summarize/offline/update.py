@@ -137,7 +137,12 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
     renumbered = []
     for offset, item in enumerate(sorted(new, key=lambda i: i.order)):
         body = item.text.split(". ", 1)[1] if item_number(item.text) is not None else item.text
-        renumbered.append(Item(f"{start + offset}. {body}", order=start + offset))
+        number = start + offset
+        text = f"{number}. {body}"
+        # The summarizer numbers its actions from the same start: most stay
+        # the items they are (a long middle has tens of thousands).
+        same = text == item.text and item.order == number
+        renumbered.append(item if same else Item(text, order=number))
     previous = [Item(text, order=item_number(text) or 0) for text in old]
     return [*reversed(renumbered), *reversed(previous)]
 
