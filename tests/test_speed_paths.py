@@ -137,6 +137,22 @@ def test_counting_on_several_cores_gives_the_same_counts(monkeypatch: pytest.Mon
     ]
 
 
+@pytest.mark.parametrize("estimate", [False, True])
+def test_many_texts_are_counted_on_several_cores_as_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, estimate: bool
+) -> None:
+    texts = [text for msg in _tau_messages() for text in (msg.get("content"),) if text]
+    assert len(texts) > 100
+    spawned = _spawned(monkeypatch)
+    for minimum, chars in ((10**9, 0), (0, 10**12), (0, 0)):
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", chars)
+        counter = TokenCounter(workers=3, estimate=estimate)
+        assert counter.texts(texts) == [counter.text(text) for text in texts]
+    # Only many texts of many characters in all are worth a fork.
+    assert len(spawned) == (0 if estimate else 2)
+
+
 def test_forget_drops_every_counted_message() -> None:
     counter = TokenCounter(workers=1)
     messages = _tau_messages()[:50]

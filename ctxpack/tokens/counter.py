@@ -43,6 +43,9 @@ IMAGE_TOKENS = 1600
 CHARS_PER_TOKEN = 4
 # Below this many uncounted messages a fork costs more than it saves.
 PARALLEL_MIN_MESSAGES = 2000
+# Below this many characters of loose texts, the same (tiktoken counts a few
+# million a second; the parent then pays for each page a child shares with it).
+PARALLEL_MIN_CHARS = 2_000_000
 # Up to about this many characters of text, counting in Python costs less than
 # building tiktoken's encoder (a few tenths of a second) and counting there.
 # The allowance is the process's, not a counter's: a batch of many small files
@@ -184,7 +187,8 @@ class TokenCounter:
         (the candidate lines of a long middle's record)."""
         if self.estimate:
             return [_estimate(text) for text in texts]
-        workers = 1 if len(texts) < PARALLEL_MIN_MESSAGES else self.processes
+        many = len(texts) >= PARALLEL_MIN_MESSAGES and sum(map(len, texts)) >= PARALLEL_MIN_CHARS
+        workers = self.processes if many else 1
         if workers > 1:
             self._encoder()  # loaded once here, not once per child
         return forked.map_forked(self._count, texts, workers=workers)
