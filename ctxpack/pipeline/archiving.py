@@ -140,9 +140,9 @@ def run_record(
     )
 
 
-# An input this large is packed for the archive in a child of its own, at the
-# lowest priority, from the start of the run: what the cores have spare while
-# the run compacts it (its single-process stretches) packs it.
+# An input this large is packed for the archive from the start of the run, in
+# a child of its own at the lowest priority: it takes the time a core has spare
+# while the run works in one process.
 PACK_AHEAD_MIN_BYTES = LARGE_BLOB
 
 

@@ -133,7 +133,7 @@ def started(func: Callable[[], T], *, background: bool = False) -> Iterator[Call
     """func() started now in a child; the body gets a function that waits
     for its result (func runs here when no child delivers it). Leaving the
     block kills a child not waited for. `background`: the child runs at the
-    lowest priority, on what time the cores have spare."""
+    lowest priority, on the time the cores have spare."""
     child = (
         _spawn(lambda _: func(), [None], 0, 1, nice=19 if background else 0) if can_fork() else None
     )
