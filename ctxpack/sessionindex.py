@@ -29,9 +29,9 @@ class SessionIndex:
         # preserved facts and by the retention check.
         self.facts = FactMemo()
         self._pairing: Pairing | None = None
-        # Other lists paired through the index (the pruned session, the
-        # middle), each with the place of each of its messages once a lookup
-        # needs them, so that a stretch or a selection of one is found.
+        # Other lists paired through the index (the pruned session), each
+        # with the place of each of its messages once a lookup needs them, so
+        # that a stretch or a selection of one is found.
         self._versions: list[_Version] = []
         # A re-run test, a re-read file: the same call is described once.
         self._described: dict[tuple[str, str], CallInfo] = {}
@@ -71,7 +71,10 @@ class SessionIndex:
                     if start or stop < len(version.messages)
                     else version.pairing
                 )
-                return self._add(messages, stretch.selected([k - start for k in kept]))
+                # Not kept as a version: the one selection a run asks for (the
+                # middle without the records in it) is asked for once, by the
+                # scan, and a long middle's pairing is tens of megabytes.
+                return stretch.selected([k - start for k in kept])
         return self._add(messages, self._version(messages))
 
     def _add(self, messages: list[Message], pairing: Pairing) -> Pairing:

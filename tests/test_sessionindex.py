@@ -5,8 +5,10 @@ message's facts)."""
 
 from __future__ import annotations
 
+import weakref
 from array import array
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -127,6 +129,26 @@ def test_a_selection_pairs_as_if_paired_anew(messages: list[Message], data: st.D
     index = SessionIndex(messages)
     index.pairing_of(messages)  # the version the selection is read off
     assert index.pairing_of(selection) == pair(selection)
+
+
+def test_the_index_keeps_no_pairing_of_a_selection() -> None:
+    """The middle without its records is paired once, for the scan: the index
+    lets its pairing go with it (a long middle's is tens of megabytes)."""
+    read = formats.read(REAL[0].read_bytes(), path=str(REAL[0])).sessions[0].messages
+    record: Message = {"role": "user", "content": "an earlier record"}
+    messages = [*read[:31], record, *read[31:]]
+    selection = [msg for msg in messages[2:-2] if msg is not record]
+    index = SessionIndex(messages)
+    index.pairing_of(messages)
+
+    def paired() -> weakref.ref[Any]:
+        found = index.pairing_of(selection)
+        if found != pair(selection) or not found.calls:
+            raise AssertionError("not the selection's own pairing")
+        return weakref.ref(found)
+
+    assert paired()() is None
+    assert index.pairing_of(messages) is index.pairing_of(messages)
 
 
 @settings(max_examples=400, deadline=None)
