@@ -117,26 +117,19 @@ def in_background(
         yield
 
 
-@contextlib.contextmanager
-def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterator[None]:
-    """func() in one child while the body of the with-block runs here; then
-    its result to done. Without a child (no fork, or it failed) func runs here
-    after the body. If the body raises, the child is killed and done is not called."""
-    with _chunks(
-        lambda _: func(), [None], [(0, 1)], fork=can_fork(), done=lambda found: done(found[0])
-    ):
-        yield
-
-
-@contextlib.contextmanager
-def started(func: Callable[[], T], *, background: bool = False) -> Iterator[Callable[[], T]]:
+def started(
+    func: Callable[[], T], *, background: bool = False
+) -> contextlib.AbstractContextManager[Callable[[], T]]:
     """func() started now in a child; the body gets a function that waits
     for its result (func runs here when no child delivers it). Leaving the
     block kills a child not waited for. `background`: the child runs at the
     lowest priority, on the time the cores have spare."""
-    child = (
-        _spawn(lambda _: func(), [None], 0, 1, nice=19 if background else 0) if can_fork() else None
-    )
+    return _started(func, nice=19 if background else 0)
+
+
+@contextlib.contextmanager
+def _started(func: Callable[[], T], *, nice: int) -> Iterator[Callable[[], T]]:
+    child = _spawn(lambda _: func(), [None], 0, 1, nice=nice) if can_fork() else None
     found: list[T] = []
 
     def result() -> T:
@@ -152,6 +145,16 @@ def started(func: Callable[[], T], *, background: bool = False) -> Iterator[Call
     finally:
         if child is not None:
             _abandon(*child)
+
+
+@contextlib.contextmanager
+def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterator[None]:
+    """func() in one child while the body of the with-block runs here; then
+    its result to done. Without a child (no fork, or it failed) func runs here
+    after the body. If the body raises, the child is killed and done is not called."""
+    with _started(func, nice=0) as result:
+        yield
+        done(result())
 
 
 @contextlib.contextmanager
