@@ -23,6 +23,7 @@ import itertools
 import mmap
 import re
 import struct
+import unicodedata
 import zlib
 from collections.abc import Callable
 
@@ -173,16 +174,20 @@ class PieceCounter:
         self._parts: dict[bytes, int] = {}
 
     def count(self, text: str) -> int | None:
-        """The token count, or None when a piece is too long to merge here."""
+        """The token count, or None when a piece is too long to merge here, or
+        the text holds a character this Python's Unicode database does not
+        know (the regex module and tiktoken may each class it otherwise)."""
         try:
             return self._count(text)
         except UnicodeEncodeError:
             # What tiktoken does with lone surrogates before it encodes.
             return self._count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
-    def _split(self, text: str) -> list[str]:
+    def _split(self, text: str) -> list[str] | None:
         if text.isascii() or _BEYOND_PLAIN(text) is None:
             return self._plain_split(text)
+        if any(unicodedata.category(char) == "Cn" for char in set(text)):
+            return None
         if self._unicode_split is None:
             import regex
 
@@ -190,10 +195,13 @@ class PieceCounter:
         return self._unicode_split(text)
 
     def _count(self, text: str) -> int | None:
+        pieces = self._split(text)
+        if pieces is None:
+            return None
         known = self._pieces
         total = 0
         # Each distinct piece once: counting them is done in C.
-        for piece, times in collections.Counter(self._split(text)).items():
+        for piece, times in collections.Counter(pieces).items():
             tokens = known.get(piece)
             if tokens is None:
                 data = piece.encode()
