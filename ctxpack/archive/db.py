@@ -93,6 +93,12 @@ def _create_private(path: Path) -> None:
         os.close(fd)
 
 
+# A connection's page cache in KiB, taken as used. A long session's record adds
+# a row per replaced message, in random order of the sha index: in SQLite's
+# default 2 MiB its pages are written out and read back again and again.
+CACHE_KIB = 16 << 10
+
+
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:
     """Open (and if asked, create) the archive in WAL mode with the schema current."""
     try:
@@ -117,6 +123,7 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
             # The archive is the only copy of what compaction removed: pay the fsync.
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             migrate(conn, path)
     except BaseException:
         conn.close()
