@@ -235,6 +235,10 @@ def evaluate(
     survives = _Survival(haystack)
     summaries = written_summaries(compacted, originals)
     summary_tokens = sum(counter.text(markers.summary_body(msg)) for msg in summaries)
+    # A session's tokens are the sum of its messages': the region's are what
+    # the few kept ones leave of the whole, not a second pass over the rest.
+    tokens_before = counter.messages(original)
+    kept = [msg for msg, gone in zip(original, replaced, strict=True) if not gone]
     return EvalReport(
         label="",
         region=_retention(collected(region), survives),
@@ -244,14 +248,12 @@ def evaluate(
             latest_user_check(original, compacted, haystack.text),
             *summary_checks(summaries),
         ],
-        tokens_before=counter.messages(original),
+        tokens_before=tokens_before,
         tokens_after=counter.messages(compacted),
         messages_before=len(original),
         messages_after=len(compacted),
         region_messages=len(region),
-        region_tokens_before=counter.messages(
-            [msg for msg, gone in zip(original, replaced, strict=True) if gone]
-        ),
+        region_tokens_before=tokens_before - counter.messages(kept),
         region_tokens_after=added,
         summary_tokens=summary_tokens,
     )
