@@ -281,6 +281,27 @@ def test_a_goal_updated_in_a_later_round_reads_current() -> None:
     assert ledger[-2:] == ['- "Now we are on phase 4 of 6."', '- "continue"']
 
 
+def test_a_statement_whose_value_changed_in_the_same_turns_is_not_stated_again() -> None:
+    text = summarize(
+        chat(
+            "We are on phase 3 of 6.",
+            "The budget cap is $500.",
+            "Now we are on phase 4 of 6.",
+            "The budget cap is $800 now.",
+        )
+    )
+    sections = parse(text)
+    # The old values are the ledger's to mark; the sections state only the new ones.
+    assert sections["Goal"] == [
+        '- The user first asked: "We are on phase 3 of 6." (superseded: now phase 4 of 6)',
+        '- The user stated: "Now we are on phase 4 of 6."',
+    ]
+    assert sections["Constraints & Preferences"] == [
+        '- The user said: "The budget cap is $800 now."'
+    ]
+    assert "- Current: $800 (supersedes $500)" in sections[LEDGER_HEADING]
+
+
 def test_only_the_users_own_words_count() -> None:
     middle: list[Message] = [
         {"role": "user", "content": "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"},

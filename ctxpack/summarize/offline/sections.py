@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.offline.actions import Action, clip
@@ -139,11 +140,14 @@ def _add_statements(
     in its section (the latest first; shown in the order it was said)."""
     found: dict[str, list[Item]] = {heading: [] for heading, _ in _STATED.values()}
     position = 0
-    olds = [old.lower() for old in replaced]
+    # A sentence naming a replaced value is not stated as current (the ledger
+    # marks it superseded). One search of a sentence finds any of them: a long
+    # middle has thousands of sentences, and a session changes dozens of values.
+    names_replaced = any_of([old.lower() for old in replaced]).search
     for text in said:
         for kind, sentence in classify(text):
             position += 1
-            if any(old in sentence.lower() for old in olds):
+            if names_replaced(sentence.lower()):
                 continue
             heading, lead = _STATED[kind]
             line = f"- {lead}: {quote(mask(clip(sentence, MAX_QUOTE)))}"
