@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ctxpack.archive import db as archive_db
+from ctxpack.archive import packing
 from ctxpack.archive.compaction import OpenCompaction
 from ctxpack.archive.db import (
     SCHEMA_VERSION,
@@ -424,15 +425,15 @@ def test_a_blob_gc_dropped_after_the_presence_check_is_stored_again(
 
 @pytest.mark.parametrize(
     ("data", "codec"),
-    [(LARGE, "zlib"), (os.urandom(archive_db.LARGE_BLOB + 1), "raw")],
+    [(LARGE, "zlib"), (os.urandom(packing.LARGE_BLOB + 1), "raw")],
     ids=["packed", "incompressible"],
 )
 def test_a_large_blob_is_stored_a_stretch_at_a_time_as_the_same_bytes(
     tmp_path: Path, data: bytes, codec: str
 ) -> None:
     expected = zlib.compress(data, 3) if codec == "zlib" else data
-    assert len(expected) >= archive_db.LARGE_BLOB
-    assert archive_db.pack(data) == (codec, expected)
+    assert len(expected) >= packing.LARGE_BLOB
+    assert packing.pack(data) == (codec, expected)
     with Archive.open(str(tmp_path / "a.db")) as store:
         assert store.put_blob(data) == store.put_blob(data) == sha(data)
         assert store.get_blob(sha(data)) == data
@@ -585,7 +586,7 @@ def _blob_rows(path: Path) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize(
     ("data", "codec"),
-    [(LARGE + b"\n", "zlib"), (os.urandom(archive_db.LARGE_BLOB + 1), "raw")],
+    [(LARGE + b"\n", "zlib"), (os.urandom(packing.LARGE_BLOB + 1), "raw")],
     ids=["packed", "incompressible"],
 )
 def test_an_input_packed_ahead_is_stored_as_it_is_packed_when_stored(
@@ -601,9 +602,9 @@ def test_an_input_packed_ahead_is_stored_as_it_is_packed_when_stored(
     }
     with Archive.open(str(tmp_path / "here.db")) as store:
         here = store.record_compaction(report={}, **parts)
-    packed = archive_db.packed_ahead(data)
+    packed = packing.packed_ahead(data)
     assert packed[:2] == (sha(data), codec)
-    real = archive_db.pack_all
+    real = packing.pack_all
 
     def pack_all(items: list[Any]) -> Any:
         assert all(item is not data for item in items), "the input is packed already"

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 import ctxpack.cli.archive  # noqa: F401  (registers the commands)
 from bench.run import build_input
 from ctxpack import refs
-from ctxpack.archive import db, slices
+from ctxpack.archive import db, packing, slices
 from ctxpack.archive.db import ref_of_sha
 from ctxpack.archive.recall import Recall
 from ctxpack.archive.store import Archive
@@ -323,13 +323,13 @@ def test_a_line_blob_is_sliced_and_packed_as_its_bytes_are(
     with monkeypatch.context() as patched:
         # Many stretches: a run of matching lines crosses from one to the next.
         patched.setattr(refs, "STRETCH", 1 << 14)
-        patched.setattr(db, "LARGE_BLOB", 1 << 15)
+        patched.setattr(packing, "LARGE_BLOB", 1 << 15)
         blob = _line_blob(lines)
         assert len(list(blob.stretches())) > 10
         assert slices.find_pieces(base, blob) == slices.find_pieces(base, data)
         packed = slices.encode(base, blob)
         assert packed is not None and packed == slices.encode(base, data)
         assert slices.decode(packed, base) == data
-        assert db.pack(blob) == db.pack(data) == ("zlib", zlib.compress(data, 3))
+        assert packing.pack(blob) == packing.pack(data) == ("zlib", zlib.compress(data, 3))
         noise = _line_blob([os.urandom(1 << 12) + b"\n" for _ in range(16)])
-        assert db.pack(noise) == ("raw", bytes(noise))
+        assert packing.pack(noise) == ("raw", bytes(noise))

@@ -6,7 +6,8 @@ import sqlite3
 
 import orjson
 
-from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha, unpack
+from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha
+from ctxpack.archive.packing import unpack
 
 
 def find_problems(conn: sqlite3.Connection) -> list[str]:

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxpack.archive.db import Packed, translate
+from ctxpack.archive.db import translate
 from ctxpack.archive.lookup import COLUMNS
+from ctxpack.archive.packing import Coded, Packed
 from ctxpack.archive.types import Origin, compaction_id, dump_json
 from ctxpack.refs import Blob, sha256_hex
 
@@ -30,7 +31,7 @@ def compaction_writes(
     str,
     str,
     dict[str, Blob],
-    dict[str, tuple[str, bytes | bytearray]],
+    dict[str, Coded],
     Callable[[sqlite3.Connection, float, str], None],
 ]:
     """A compaction's id, its input's sha, its blobs by sha (the input's
@@ -39,7 +40,7 @@ def compaction_writes(
     Archive.begin_compaction write."""
     if len(origins) > len(blobs):
         raise ValueError("more origins than blobs")
-    packed: dict[str, tuple[str, bytes | bytearray]] = {}
+    packed: dict[str, Coded] = {}
     if input_packed is not None:
         input_sha, codec, data = input_packed
         packed[input_sha] = (codec, input_bytes if codec == "raw" else data)

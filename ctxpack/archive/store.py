@@ -24,22 +24,18 @@ from ctxpack.archive.compaction import OpenCompaction, compaction_writes
 from ctxpack.archive.db import (
     ArchiveCorrupt,
     ArchiveMissing,
-    BlobRow,
     InvalidRef,
     connect,
     drop_unused,
-    insert_blobs,
     normalize_ref,
-    pack,
-    pack_all,
     ref_of_sha,
     resolve_path,
     translate,
-    unpack,
     write_tx,
 )
 from ctxpack.archive.fts import drop_all
 from ctxpack.archive.lookup import by_output, by_prefix, chunks, compactions
+from ctxpack.archive.packing import BlobRow, Coded, insert_blobs, pack, pack_all, unpack
 from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
@@ -185,7 +181,7 @@ class Archive:
         *,
         base: str | None = None,
         cited: bool = False,
-        packed: dict[str, tuple[str, bytes | bytearray]] | None = None,
+        packed: dict[str, Coded] | None = None,
     ) -> None:
         """Store what is new of `items`; those mostly made of `base`'s bytes
         (one of the items) as slices of it. `cited`, `packed`: as for _writes."""
@@ -204,7 +200,7 @@ class Archive:
         *,
         base: str | None,
         cited: bool,
-        packed: dict[str, tuple[str, bytes | bytearray]],
+        packed: dict[str, Coded],
     ) -> Callable[[sqlite3.Connection, float], None]:
         """What storing `items` writes, its blobs compressed (and sliced) here,
         outside any transaction, so that other writers wait only for the inserts.

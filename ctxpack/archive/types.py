@@ -11,7 +11,8 @@ from typing import Any, NotRequired, TypedDict
 
 import orjson
 
-from ctxpack.archive.db import Packed, ref_of_sha
+from ctxpack.archive.db import ref_of_sha
+from ctxpack.archive.packing import Packed
 from ctxpack.errors import UsageError
 from ctxpack.refs import Blob, sha256_hex
 
@@ -76,7 +77,7 @@ class CompactionParts(TypedDict):
     settings: dict[str, Any]
     # Where each blob came from, where known (the first ones).
     origins: NotRequired[Sequence[Origin | None]]
-    # The input, packed already (db.packed_ahead of input_bytes).
+    # The input, packed already (packing.packed_ahead of input_bytes).
     input_packed: NotRequired[Packed | None]
 
 

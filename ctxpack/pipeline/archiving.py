@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxpack import messages as m
-from ctxpack.archive.db import LARGE_BLOB, Packed, packed_ahead, resolve_path
+from ctxpack.archive.db import resolve_path
+from ctxpack.archive.packing import LARGE_BLOB, Packed, packed_ahead
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import MESSAGE, TOOL_OUTPUT, CompactionParts, Origin
 from ctxpack.errors import CtxpackError, OutputError

@@ -18,7 +18,7 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Transcript
 
 if TYPE_CHECKING:
-    from ctxpack.archive.db import Packed
+    from ctxpack.archive.packing import Packed
     from ctxpack.archive.types import Origin
     from ctxpack.pipeline.archiving import Archives, Record, Recording
     from ctxpack.refs import Blob
