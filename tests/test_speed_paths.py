@@ -349,7 +349,8 @@ def test_a_large_input_is_packed_for_the_archive_beside_the_run(
         run_file(
             FileJob(source=str(source), output=str(out), archive_path=str(archive)), stage=stage
         )
-        assert background == ([True] if where == "ahead" else [])
+        # Only the packing runs at the lowest priority (the ledger's child may run too).
+        assert [low for low in background if low] == ([True] if where == "ahead" else [])
         with Archive.open(str(archive)) as store:
             assert store.restore(out.read_bytes()) == source.read_bytes()
         with contextlib.closing(sqlite3.connect(archive)) as conn:

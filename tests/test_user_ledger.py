@@ -302,6 +302,36 @@ def test_a_statement_whose_value_changed_in_the_same_turns_is_not_stated_again()
     assert "- Current: $800 (supersedes $500)" in sections[LEDGER_HEADING]
 
 
+def test_a_long_middles_ledger_made_in_a_child_is_the_one_made_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On several cores the ledger of a long middle is made in a child while
+    the scan reads: the record, an update's included, is the one process's."""
+    from ctxpack.tokens import counter as tokens
+    from ctxpack.tokens import forked
+
+    children: list[object] = []
+    spawn = forked._spawn
+    monkeypatch.setattr(forked, "_spawn", lambda *a, **k: children.append(a) or spawn(*a, **k))
+    said = [text for round_ in ROUNDS for text, _ in round_]
+    first, second = chat(*said[:12]), chat(*said[12:], "continue")
+    made = {}
+    for workers, minimum in ((1, 10**9), (2, 2)):
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+        counter = TokenCounter(workers=workers)
+        texts = []
+        previous = None
+        for middle in (first, second):
+            request = SummaryRequest(middle=middle, budget_tokens=1700, previous_summary=previous)
+            previous = OfflineSummarizer().summarize(request, counter=counter).text
+            texts.append(previous)
+        made[workers] = texts
+    assert made[1] == made[2]
+    assert "- Current: Python 3.12 (supersedes Python 3.11)" in made[2][1]
+    # The ledger's child and the scan's, for each of the two records.
+    assert len(children) == 4
+
+
 def test_only_the_users_own_words_count() -> None:
     middle: list[Message] = [
         {"role": "user", "content": "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"},

@@ -155,6 +155,11 @@ def previous_entries(previous: str | None) -> list[str]:
     return out
 
 
+# A Ledger's entries (text, constraint, informative, raw) and its changes by
+# entry (old, new), as plain data.
+LedgerPlain = tuple[list[tuple[str, bool, int, str]], dict[int, list[tuple[str, str]]]]
+
+
 class Ledger:
     """The entries of one record and the value changes among them."""
 
@@ -174,6 +179,24 @@ class Ledger:
         self.entries = [entries[i] for i in sorted(latest.values())]
         # Values change only in what the user wrote, never in what they pasted.
         self.changes = changes([prose(e.raw) for e in self.entries])
+        self._marking()
+
+    def plain(self) -> LedgerPlain:
+        """The ledger as plain data (a child hands it back with marshal)."""
+        entries = [(e.text, e.constraint, e.informative, e.raw) for e in self.entries]
+        found = {i: [(c.old, c.new) for c in cs] for i, cs in self.changes.items()}
+        return entries, found
+
+    @classmethod
+    def from_plain(cls, plain: LedgerPlain) -> Ledger:
+        entries, found = plain
+        ledger = cls.__new__(cls)
+        ledger.entries = [Entry(*e) for e in entries]
+        ledger.changes = {i: [Change(*c) for c in cs] for i, cs in found.items()}
+        ledger._marking()
+        return ledger
+
+    def _marking(self) -> None:
         # Asked for once per record line by mark(): built once.
         self._replaced = {c.old: c.new for found in self.changes.values() for c in found}
         self._folded = [(old.lower(), new, new.lower()) for old, new in self._replaced.items()]

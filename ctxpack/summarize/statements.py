@@ -121,6 +121,9 @@ _PATH_RE = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)+/?")
 # A proper name inside a sentence: two capitalised words after a lower-case one.
 _NAME_RE = re.compile(r"(?<=[a-z,] )[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 _WORD_RE = re.compile(r"[A-Za-z][\w'-]*")
+# What the ratio, version, date and region patterns all need: most of what a
+# user writes has no digit, and one search for one is cheaper than four scans.
+_DIGIT_RE = re.compile(r"\d")
 _STOP = frozenset(
     [
         "the",
@@ -265,6 +268,18 @@ def classified(text: str) -> list[tuple[Kind, str]]:
     return out
 
 
+class Classified(dict[str, list[tuple[Kind, str]]]):
+    """classified() remembered by text, for a run that asks about the same
+    text twice (the ledger and the record's sections read the same messages);
+    what a child classified is handed back as a plain dict and taken in."""
+
+    def __call__(self, text: str) -> list[tuple[Kind, str]]:
+        found = self.get(text)
+        if found is None:
+            found = self[text] = classified(text)
+        return found
+
+
 def is_constraint(text: str) -> bool:
     return any(kind == "constraint" for kind, _ in classified(text))
 
@@ -285,20 +300,24 @@ def values_of(text: str) -> list[Value]:
         taken.append((start, end))
         found.append((start, value))
 
-    for mt in _RATIO_RE.finditer(text):
-        name = mt.group(1).lower()
-        if name not in _STOP:
-            add(mt.start(), mt.end(), Value("ratio", frozenset({name}), mt.group(0)))
-    for mt in _VERSION_RE.finditer(text):
-        name = mt.group(1).lower()
-        if name not in _STOP:
-            add(mt.start(), mt.end(), Value("version", frozenset({name}), mt.group(0)))
+    digits = _DIGIT_RE.search(text) is not None
+    if digits:
+        for mt in _RATIO_RE.finditer(text):
+            name = mt.group(1).lower()
+            if name not in _STOP:
+                add(mt.start(), mt.end(), Value("ratio", frozenset({name}), mt.group(0)))
+        for mt in _VERSION_RE.finditer(text):
+            name = mt.group(1).lower()
+            if name not in _STOP:
+                add(mt.start(), mt.end(), Value("version", frozenset({name}), mt.group(0)))
     for shape, pattern in (
-        ("date", _DATE_RE),
-        ("region", _REGION_RE),
+        ("date", _DATE_RE if digits else None),
+        ("region", _REGION_RE if digits else None),
         ("id", _ID_RE),
-        ("path", _PATH_RE),
+        ("path", _PATH_RE if "/" in text else None),
     ):
+        if pattern is None:
+            continue
         for mt in pattern.finditer(text):
             if shape == "id" and not any(c.isdigit() or c == "_" for c in mt.group(0)):
                 continue

@@ -8,18 +8,23 @@ before they are written; it catches the obvious shapes only.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import replace
 
 from ctxpack.sessionindex import SessionIndex
-from ctxpack.summarize.ledger import Ledger, previous_entries, with_ledger
+from ctxpack.summarize.ledger import (
+    Ledger,
+    LedgerPlain,
+    previous_entries,
+    user_messages,
+    with_ledger,
+)
 from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build
 from ctxpack.summarize.offline.update import merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
-from ctxpack.summarize.statements import classified
+from ctxpack.summarize.statements import Classified, Kind
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     max_number,
@@ -27,7 +32,10 @@ from ctxpack.summarize.template import (
     render,
     render_compact,
 )
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
@@ -56,13 +64,25 @@ class OfflineSummarizer:
         self.index = index
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
-        found = scan(request.middle, tail=request.tail, index=self.index, workers=counter.processes)
-        date = day_of(request.last_timestamp)
         # The ledger and the sections classify the same user messages.
-        classify = functools.cache(classified)
+        classify = Classified()
+        previous_said = previous_entries(request.previous_summary)
+        workers = counter.processes
+        if workers > 1 and len(request.middle) >= tokens.PARALLEL_MIN_MESSAGES:
+            # The ledger reads only the user's words: a long middle's is made
+            # in a child while the scan reads the rest, on the core the scan's
+            # fold leaves idle.
+            with forked.started(lambda: _ledger_plain(previous_said, request.middle)) as made:
+                found = scan(request.middle, tail=request.tail, index=self.index, workers=workers)
+                plain, classes = made()
+            ledger = Ledger.from_plain(plain)
+            classify.update(classes)
+        else:
+            found = scan(request.middle, tail=request.tail, index=self.index, workers=workers)
+            ledger = Ledger(previous_said, found.said, classify=classify)
+        date = day_of(request.last_timestamp)
         # The scan has read the user's words already.
         said = found.said
-        ledger = Ledger(previous_entries(request.previous_summary), said, classify=classify)
         replaced = ledger.superseded()
         previous = None if request.previous_summary is None else parse(request.previous_summary)
         # An update numbers its new actions after the previous record's.
@@ -91,3 +111,13 @@ class OfflineSummarizer:
         )
         text = with_ledger(text, section)
         return SummaryResult(text=text, source="offline", model=None, warnings=warnings)
+
+
+def _ledger_plain(
+    previous: list[str], middle: list[Message]
+) -> tuple[LedgerPlain, dict[str, list[tuple[Kind, str]]]]:
+    """The ledger of `middle` after `previous` entries, and what it classified,
+    as plain data. Its user messages are those the scan finds (Scan.said)."""
+    classify = Classified()
+    ledger = Ledger(previous, user_messages(middle), classify=classify)
+    return ledger.plain(), dict(classify)
