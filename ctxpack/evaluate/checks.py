@@ -54,7 +54,10 @@ def message_key(msg: Message) -> bytes:
     return exact_copy(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str))
 
 
-def _shape(msg: Message) -> tuple[str, int, int, str | None]:
+Shape = tuple[str, int, int, str | None]
+
+
+def _shape(msg: Message) -> Shape:
     """A cheap digest that equal message_keys always share, and few unequal
     ones: the id of its first call tells apart the many messages of a long
     session that are one call and no text."""
@@ -75,15 +78,24 @@ class MessageSet:
 
     def __init__(self, messages: list[Message]) -> None:
         self._ids = {id(msg) for msg in messages}
-        self._groups: dict[tuple[str, int, int, str | None], list[Message]] = {}
-        for msg in messages:
-            self._groups.setdefault(_shape(msg), []).append(msg)
-        self._keys: dict[tuple[str, int, int, str | None], set[bytes]] = {}
+        # Each message's shape, in order: a caller that tests these same
+        # messages against another set hands them on (holds) instead of
+        # making each one again.
+        self.shapes = [_shape(msg) for msg in messages]
+        self._groups: dict[Shape, list[Message]] = {}
+        for msg, shape in zip(messages, self.shapes, strict=True):
+            self._groups.setdefault(shape, []).append(msg)
+        self._keys: dict[Shape, set[bytes]] = {}
 
     def __contains__(self, msg: Message) -> bool:
+        return self.holds(msg)
+
+    def holds(self, msg: Message, shape: Shape | None = None) -> bool:
+        """`msg in self`; `shape`: _shape(msg), when the caller has it."""
         if id(msg) in self._ids:
             return True
-        shape = _shape(msg)
+        if shape is None:
+            shape = _shape(msg)
         group = self._groups.get(shape)
         if group is None:
             return False

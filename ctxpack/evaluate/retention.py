@@ -227,7 +227,10 @@ def evaluate(
     # The original's pairing serves both the facts that ran and the orphan check.
     pairing = index.pairing
     ran = ran_only(original, pairing=pairing)
-    replaced = [msg not in survivors for msg in original]
+    replaced = [
+        not survivors.holds(msg, shape)
+        for msg, shape in zip(original, originals.shapes, strict=True)
+    ]
     # The region is some of the messages that ran: each one's facts found once.
     each = cache.each(ran, memo=index.facts)
     region = [facts for facts, gone in zip(each, replaced, strict=True) if gone]
