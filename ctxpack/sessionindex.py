@@ -9,11 +9,13 @@ which reads it instead."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from array import array
 
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactMemo
+from ctxpack.tokens import counter as tokens
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, pair
 from ctxpack.tools import CallInfo, describe
 from ctxpack.transcript import Message
@@ -28,6 +30,9 @@ class SessionIndex:
         # Filled by the summarizer as it reads the middle, read again by the
         # preserved facts and by the retention check.
         self.facts = FactMemo()
+        # True when a later stage (the retention check) reads the facts of
+        # every message that ran, not only those the summary reads.
+        self.facts_of_all = False
         self._pairing: Pairing | None = None
         # Other lists paired through the index (the pruned session), each
         # with the place of each of its messages once a lookup needs them, so
@@ -35,6 +40,28 @@ class SessionIndex:
         self._versions: list[_Version] = []
         # A re-run test, a re-read file: the same call is described once.
         self._described: dict[tuple[str, str], CallInfo] = {}
+
+    def unread_facts_beside(
+        self, read: list[Message], *, workers: int
+    ) -> contextlib.AbstractContextManager[None]:
+        """The facts of the session's messages a summary of `read` does not
+        read itself (the head, the tail, what pruning replaced), found in a
+        child while it runs, when a later stage asks for every message's
+        (facts_of_all) and the session is long enough for a child."""
+        if (
+            not self.facts_of_all
+            or workers < 2
+            or len(self.messages) < tokens.PARALLEL_MIN_MESSAGES
+        ):
+            return contextlib.nullcontext()
+        seen = {id(msg) for msg in read}
+        # A message with a call no result answers is asked for as a copy without it.
+        _, unanswered = self.pairing.orphans()
+        copied = {use.index for use in unanswered}
+        unread = [
+            msg for at, msg in enumerate(self.messages) if at not in copied and id(msg) not in seen
+        ]
+        return self.facts.learned_beside(unread)
 
     @property
     def pairing(self) -> Pairing:

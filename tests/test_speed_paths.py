@@ -340,7 +340,8 @@ def test_a_large_input_is_packed_for_the_archive_beside_the_run(
         background: list[bool] = []
 
         def started(func: Any, *, background: bool = False, seen: list[bool] = background) -> Any:
-            seen.append(background)
+            if func.__qualname__.startswith("input_packing."):
+                seen.append(background)
             return real_started(func, background=background)
 
         monkeypatch.setattr(forked, "started", started)
@@ -349,8 +350,7 @@ def test_a_large_input_is_packed_for_the_archive_beside_the_run(
         run_file(
             FileJob(source=str(source), output=str(out), archive_path=str(archive)), stage=stage
         )
-        # Only the packing runs at the lowest priority (the ledger's child may run too).
-        assert [low for low in background if low] == ([True] if where == "ahead" else [])
+        assert background == ([True] if where == "ahead" else [])
         with Archive.open(str(archive)) as store:
             assert store.restore(out.read_bytes()) == source.read_bytes()
         with contextlib.closing(sqlite3.connect(archive)) as conn:
@@ -450,3 +450,43 @@ def test_the_scan_on_several_cores_reads_as_one(
     assert cut.decisions == ["I decided to use rsync."]
     assert cut.next_steps == ["Next step: poll it."]
     assert [ask.text for ask in cut.questions] == ["Next step?"]
+
+
+def test_the_facts_the_summary_does_not_read_are_found_beside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the retention check to come, the facts of the messages the
+    summary does not read (the head, the tail, the outputs pruning replaced)
+    are found in a child while it runs: afterwards every message that ran is
+    known but those asked for as copies, each with the facts the check
+    finds itself, and the check reports the same."""
+    from ctxpack.evaluate.retention import evaluate
+    from ctxpack.facts.extract import message_facts, ran_only
+    from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+    from ctxpack.sessionindex import SessionIndex
+
+    pending: Message = {
+        "role": "assistant",
+        "content": "Checking once more.",
+        "tool_calls": [
+            {"id": "never", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
+    }
+    messages = [*_tau_messages(), pending]
+    spawned = _spawned(monkeypatch)
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", 0)
+    counter = TokenCounter(workers=2)
+    index = SessionIndex(messages)
+    index.facts_of_all = True
+    settings = CompressSettings(force=True)
+    out, _ = compress_messages(messages, counter=counter, settings=settings, index=index)
+    assert spawned
+    ran = ran_only(messages, pairing=index.pairing)
+    known = [index.facts.known(msg) for msg in ran]
+    assert [msg for msg, facts in zip(ran, known, strict=True) if facts is None] == [ran[-1]]
+    assert ran[-1] is not pending
+    assert all(f == message_facts(msg) for msg, f in zip(ran, known, strict=True) if f is not None)
+    fresh = SessionIndex(messages)
+    assert evaluate(messages, out, counter=counter, index=index).to_dict() == evaluate(
+        messages, out, counter=counter, index=fresh
+    ).to_dict()

@@ -19,8 +19,12 @@ Where facts come from, and why:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+import orjson
 
 from ctxpack import messages as m
 from ctxpack.facts.match import Haystack, collapse, dedupe
@@ -37,6 +41,7 @@ from ctxpack.facts.text import (
 from ctxpack.prune.oneliners import PRUNED_PREFIX
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
+from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import error_lines, result_flagged_error
 from ctxpack.toolpairs import LEGACY_SLOT, Pairing, calls_of, pair, parse_arguments
@@ -245,6 +250,17 @@ class FactMemo:
             self._held.append(msg)
         self._known[id(msg)] = facts
 
+    @contextlib.contextmanager
+    def learned_beside(self, messages: list[Message]) -> Iterator[None]:
+        """The facts of those of `messages` not known yet, found in a child
+        at the lowest priority while the body runs (on the time the cores
+        have spare) and learned when it is done."""
+        todo = [msg for msg in messages if id(msg) not in self._known]
+        with forked.started(lambda: _distinct_facts(todo), background=True) as found:
+            yield
+            for msg, facts in zip(todo, found(), strict=True):
+                self._keep(msg, facts)
+
     def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
         """message_facts(msg, body=body, calls=calls), found once."""
         found = self.known(msg)
@@ -259,6 +275,19 @@ class FactMemo:
                 found = self._by_content[key] = message_facts(msg, body=body, calls=calls)
             self._keep(msg, found)
         return found
+
+
+def _distinct_facts(messages: list[Message]) -> list[MessageFacts]:
+    """message_facts of each message, equal messages read once."""
+    found: dict[bytes, MessageFacts] = {}
+    out = []
+    for msg in messages:
+        key = orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str)
+        facts = found.get(key)
+        if facts is None:
+            facts = found[key] = message_facts(msg)
+        out.append(facts)
+    return out
 
 
 def missing_facts(facts: Facts, text: str) -> Facts:

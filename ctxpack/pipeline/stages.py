@@ -36,6 +36,8 @@ class Compress:
 
     def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[CompressReport]:
         indexes = session_indexes(transcript)
+        for index in indexes:
+            index.facts_of_all = True  # the retention check reads them all
         result, report = compact(
             transcript, self.settings, counter=counter, scope="compress", indexes=indexes
         )
