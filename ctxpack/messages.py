@@ -79,6 +79,10 @@ def text_parts(msg: Message) -> Iterator[str]:
 
 
 def text(msg: Message) -> str:
+    content = msg.get("content")
+    # Most messages hold one string: it is their text as it is.
+    if isinstance(content, str):
+        return content
     return "\n".join(text_parts(msg))
 
 
