@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import orjson
-
 from ctxpack import messages as m
 from ctxpack.facts.match import Haystack, collapse, dedupe
 from ctxpack.facts.paths import paths_in_text
@@ -278,16 +276,11 @@ class FactMemo:
 
 
 def _distinct_facts(messages: list[Message]) -> list[MessageFacts]:
-    """message_facts of each message, equal messages read once."""
-    found: dict[bytes, MessageFacts] = {}
-    out = []
-    for msg in messages:
-        key = orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str)
-        facts = found.get(key)
-        if facts is None:
-            facts = found[key] = message_facts(msg)
-        out.append(facts)
-    return out
+    """message_facts of each message, those equal in what facts are read
+    from read once (keyed as FactMemo keys them: by the strings the messages
+    hold, not by a serialized copy of each)."""
+    memo = FactMemo()
+    return [memo.of(msg, body=m.text(msg), calls=message_calls(msg)) for msg in messages]
 
 
 def missing_facts(facts: Facts, text: str) -> Facts:
