@@ -487,6 +487,7 @@ def test_the_facts_the_summary_does_not_read_are_found_beside_it(
     assert ran[-1] is not pending
     assert all(f == message_facts(msg) for msg, f in zip(ran, known, strict=True) if f is not None)
     fresh = SessionIndex(messages)
-    assert evaluate(messages, out, counter=counter, index=index).to_dict() == evaluate(
-        messages, out, counter=counter, index=fresh
-    ).to_dict()
+    assert (
+        evaluate(messages, out, counter=counter, index=index).to_dict()
+        == evaluate(messages, out, counter=counter, index=fresh).to_dict()
+    )
