@@ -14,7 +14,7 @@ import itertools
 from array import array
 
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactMemo
+from ctxpack.facts.extract import FactMemo, ran_only
 from ctxpack.tokens import counter as tokens
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, pair
 from ctxpack.tools import CallInfo, describe
@@ -55,11 +55,13 @@ class SessionIndex:
         ):
             return contextlib.nullcontext()
         seen = {id(msg) for msg in read}
-        # A message with a call no result answers is asked for as a copy without it.
-        _, unanswered = self.pairing.orphans()
-        copied = {use.index for use in unanswered}
+        # The messages as the facts are asked for: one with a call no result
+        # answers is asked for as a copy without it, which no one asks for now.
+        ran = ran_only(self.messages, pairing=self.pairing)
         unread = [
-            msg for at, msg in enumerate(self.messages) if at not in copied and id(msg) not in seen
+            msg
+            for msg, original in zip(ran, self.messages, strict=True)
+            if msg is original and id(msg) not in seen
         ]
         return self.facts.learned_beside(unread)
 

@@ -24,14 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ctxpack import markers
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import (
     Check,
     MessageSet,
-    exact_copy,
     latest_user_check,
     orphan_check,
     summary_checks,
@@ -43,7 +40,6 @@ from ctxpack.facts.extract import (
     FactMemo,
     Facts,
     MessageFacts,
-    message_facts,
     ran_only,
 )
 from ctxpack.facts.match import Haystack
@@ -180,7 +176,7 @@ class FactCache:
     """Facts per distinct message, shared across sessions (system prompts repeat)."""
 
     def __init__(self) -> None:
-        self._facts: dict[bytes, MessageFacts] = {}
+        self._memo = FactMemo()
 
     def each(self, messages: list[Message], *, memo: FactMemo | None = None) -> list[MessageFacts]:
         """The facts of each message, in order. `memo`: the facts the run's
@@ -190,13 +186,7 @@ class FactCache:
     def _one(self, msg: Message, memo: FactMemo | None) -> MessageFacts:
         # The summarizer has just read most of these very messages.
         known = memo.known(msg) if memo is not None else None
-        if known is not None:
-            return known
-        key = exact_copy(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS, default=str))
-        hit = self._facts.get(key)
-        if hit is None:
-            hit = self._facts[key] = message_facts(msg)
-        return hit
+        return known if known is not None else self._memo.found(msg)
 
 
 def collected(each: Iterable[MessageFacts]) -> Facts:

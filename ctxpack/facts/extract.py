@@ -254,10 +254,19 @@ class FactMemo:
         at the lowest priority while the body runs (on the time the cores
         have spare) and learned when it is done."""
         todo = [msg for msg in messages if id(msg) not in self._known]
-        with forked.started(lambda: _distinct_facts(todo), background=True) as found:
+        # A memo of its own in the child: equal messages are read once there too.
+        with forked.started(lambda: list(map(FactMemo().found, todo)), background=True) as found:
             yield
             for msg, facts in zip(todo, found(), strict=True):
                 self._keep(msg, facts)
+
+    def found(self, msg: Message) -> MessageFacts:
+        """message_facts(msg), found once: by the message, or by what it
+        holds that facts are read from (of)."""
+        known = self.known(msg)
+        if known is not None:
+            return known
+        return self.of(msg, body=m.text(msg), calls=message_calls(msg))
 
     def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
         """message_facts(msg, body=body, calls=calls), found once."""
@@ -273,14 +282,6 @@ class FactMemo:
                 found = self._by_content[key] = message_facts(msg, body=body, calls=calls)
             self._keep(msg, found)
         return found
-
-
-def _distinct_facts(messages: list[Message]) -> list[MessageFacts]:
-    """message_facts of each message, those equal in what facts are read
-    from read once (keyed as FactMemo keys them: by the strings the messages
-    hold, not by a serialized copy of each)."""
-    memo = FactMemo()
-    return [memo.of(msg, body=m.text(msg), calls=message_calls(msg)) for msg in messages]
 
 
 def missing_facts(facts: Facts, text: str) -> Facts:
