@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -30,6 +32,31 @@ def read_input(path: str) -> bytes:
         raise InputError("is a directory", path=path) from None
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), path=path) from None
+
+
+@contextlib.contextmanager
+def mapped_input(path: str) -> Iterator[mmap.mmap | None]:
+    """The regular file at `path` mapped read-only for the with-block: its
+    pages are the page cache's, read as they are touched and shared with
+    forked children, so a large file is never copied whole into one process.
+    None for stdin, an empty file or anything else that cannot be mapped: the
+    caller reads it with read_input, which says what is wrong with it.
+
+    As with any mapped file, a file truncated by another process while it is
+    mapped ends the process with SIGBUS when the lost pages are touched."""
+    if path == STDIO:
+        yield None
+        return
+    try:
+        with open(path, "rb") as fh:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        yield None
+        return
+    try:
+        yield mapped
+    finally:
+        mapped.close()
 
 
 # Where a transcript read from stdin goes when stdout is a terminal.

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ctxpack import formats
+from ctxpack import files, formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.formats import HEAD_BYTES
@@ -50,10 +50,30 @@ def _whole(data: bytes, *, estimate: bool, options: ReadOptions = COUNTING) -> C
 @pytest.mark.usefixtures("any_size")
 @pytest.mark.parametrize("estimate", [False, True])
 @pytest.mark.parametrize("workers", [2, 3, 8])
-def test_stretches_count_what_the_whole_file_counts(estimate: bool, workers: int) -> None:
+@pytest.mark.parametrize("piece", [counting.PIECE_BYTES, 20_000])
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
+def test_stretches_count_what_the_whole_file_counts(
+    estimate: bool,
+    workers: int,
+    piece: int,
+    mapped: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether the file was read or mapped, and however many pieces each
+    stretch is read in (the tau-bench file makes 4 MiB one piece a stretch,
+    20 kB a hundred or more), the count is the whole reader's."""
+    monkeypatch.setattr(counting, "PIECE_BYTES", piece)
     data = _jsonl(_tau_messages())
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
     counter = TokenCounter(estimate=estimate, workers=workers)
-    found = count_by_stretches(data, path="s.jsonl", fmt=None, options=COUNTING, counter=counter)
+    with files.mapped_input(str(path)) as view:
+        assert view is not None
+        source = view if mapped else data
+        found = count_by_stretches(
+            source, path="s.jsonl", fmt=None, options=COUNTING, counter=counter
+        )
     whole = _whole(data, estimate=estimate)
     assert found is not None
     assert found.to_dict() == whole.to_dict()
@@ -137,6 +157,7 @@ _LINES = [
     skip_invalid=st.booleans(),
     estimate=st.booleans(),
     workers=st.integers(2, 5),
+    piece=st.integers(1, 2000),
 )
 def test_a_file_in_stretches_counts_or_fails_as_read_whole(
     lines: list[bytes],
@@ -146,12 +167,15 @@ def test_a_file_in_stretches_counts_or_fails_as_read_whole(
     skip_invalid: bool,
     estimate: bool,
     workers: int,
+    piece: int,
 ) -> None:
     end = b"\r\n" if crlf else b"\n"
     data = (BOM if bom else b"") + end.join(lines) + (end if final_newline else b"")
     options = ReadOptions(keep_bytes=False, skip_invalid=skip_invalid)
     counter = TokenCounter(estimate=estimate, workers=workers)
-    found = count_by_stretches(data, path="s.jsonl", fmt=None, options=options, counter=counter)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "PIECE_BYTES", piece)
+        found = count_by_stretches(data, path="s.jsonl", fmt=None, options=options, counter=counter)
     try:
         whole = _whole(data, estimate=estimate, options=options)
     except InputError:
@@ -200,3 +224,20 @@ def test_a_bad_line_late_in_the_file_is_named_as_the_whole_reader_names_it(
     assert result.exit_code != 0
     lines = len(_tau_messages()) + 1
     assert f"{path}:{lines}: message has no role" in result.stderr
+
+
+def test_a_file_is_mapped_only_when_it_is_a_regular_file_with_bytes(tmp_path: Path) -> None:
+    """What cannot be mapped (stdin, an empty file, a folder, a missing file)
+    is None, for the caller to read, and read_input then says what is wrong."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "hi"}\n')
+    with files.mapped_input(str(path)) as view:
+        assert view is not None
+        assert view[:] == path.read_bytes()
+    assert view.closed
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    for name in (files.STDIO, str(tmp_path / "empty.jsonl"), str(tmp_path), "missing.jsonl"):
+        with files.mapped_input(name) as view:
+            assert view is None, name
+    with pytest.raises(InputError, match="is a directory"):
+        files.read_input(str(tmp_path))

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ctxpack import formats
+from ctxpack import files, formats
 from ctxpack.cli import app
 from ctxpack.errors import InputError
 from ctxpack.formats import base, signs
-from ctxpack.formats.base import ONE_PASS_MIN_BYTES, Clue, searching_whole, words_in
+from ctxpack.formats.base import BOM, ONE_PASS_MIN_BYTES, Clue, searching_whole, words_in
 from tests.conftest import FIXTURES, SHARED
 
 # Folder name -> the format its files are (the rest are named as the format).
@@ -34,6 +34,28 @@ def _real_files() -> list[Path]:
 def test_every_real_transcript_is_detected_as_its_folder(path: Path) -> None:
     wanted = FOLDER_FORMAT.get(path.parent.name, path.parent.name)
     assert formats.detect(path.read_bytes(), path=str(path)).name == wanted
+
+
+def _told(data: formats.base.Data) -> str:
+    try:
+        return formats.detect(data, path="f").name
+    except InputError as exc:
+        return exc.message
+
+
+@pytest.mark.parametrize("path", _real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_mapped_file_is_told_as_its_bytes_are(path: Path, tmp_path: Path) -> None:
+    """Counting maps a large file rather than reading it: every rule answers
+    on the whole mapping as on the whole bytes, and detection with them, with
+    a byte-order mark too."""
+    for data in (path.read_bytes(), BOM + path.read_bytes()):
+        copy = tmp_path / path.name
+        copy.write_bytes(data)
+        with files.mapped_input(str(copy)) as view:
+            assert view is not None
+            for name, rule in signs.RULES.items():
+                assert bool(rule(view)) == bool(rule(data)), name
+            assert _told(view) == _told(data)
 
 
 def test_the_walk_covers_the_new_formats() -> None:

@@ -69,14 +69,24 @@ def count(
     # Per file: (session label, its breakpoints) for every session.
     marks: list[list[tuple[str, list[Breakpoint]]]] = []
     for path in paths:
-        raw = files.read_input(path)
         options = opts.read_options(ctx, keep_bytes=False, whole_history=whole)
+        raw: bytes | None = None
         if not cache_breakpoints:
             name = files.display_name(path)
-            found = count_by_stretches(raw, path=name, fmt=fmt, options=options, counter=counter)
+            # A large file is counted by children, each of which copies only
+            # its stretch of the mapped file; stdin is read once, here.
+            with files.mapped_input(path) as mapped:
+                source = mapped if mapped is not None else files.read_input(path)
+                found = count_by_stretches(
+                    source, path=name, fmt=fmt, options=options, counter=counter
+                )
             if found is not None:
                 reports.append(found)
                 continue
+            raw = source if isinstance(source, bytes) else None
+            del source  # freed with raw once it is parsed
+        if raw is None:
+            raw = files.read_input(path)
         transcript = parse_transcript(raw, source=path, fmt=fmt, options=options)
         del raw
         # (stdin cannot be read twice: it is counted without the note)

@@ -18,7 +18,15 @@ from collections.abc import Iterator, Mapping
 from ctxpack import messages as m
 from ctxpack.errors import InputError, UsageError
 from ctxpack.formats import signs
-from ctxpack.formats.base import BOM, FormatAdapter, ReadOptions, searching_whole
+from ctxpack.formats.base import (
+    BOM,
+    Data,
+    FormatAdapter,
+    ReadOptions,
+    first_byte,
+    searching_whole,
+    starts_with,
+)
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message, Session, Transcript
 
@@ -88,7 +96,7 @@ def is_binary(head: bytes) -> bool:
 
 
 def detect(
-    data: bytes,
+    data: Data,
     *,
     path: str,
     options: ReadOptions | None = None,
@@ -96,7 +104,8 @@ def detect(
 ) -> FormatAdapter:
     """The format of `data`. `words`: which clue words (base.Clue) the file
     holds, when the caller found them already."""
-    head = data[len(BOM) : len(BOM) + HEAD_BYTES] if data.startswith(BOM) else data[:HEAD_BYTES]
+    bom = starts_with(data, BOM)
+    head = data[len(BOM) : len(BOM) + HEAD_BYTES] if bom else data[:HEAD_BYTES]
     if not head.strip():
         return REGISTRY["openai"]
     if is_binary(head):
@@ -105,15 +114,16 @@ def detect(
     found = next((name for name, rule in specific if rule(head)), None)
     if found is None and len(data) > len(head):
         # Searched in place: the bytes already read, never parsed twice.
-        whole = data.removeprefix(BOM)
+        whole = data[len(BOM) :] if bom else data
         with searching_whole(whole, words=words):
             found = next((name for name, rule in specific if rule(whole)), None)
-        head = whole
+    else:
+        whole = head
     if found is not None:
         return REGISTRY[found]
-    if signs.openai(head) or (options is not None and options.messages_key):
+    if signs.openai(whole) or (options is not None and options.messages_key):
         return REGISTRY["openai"]
-    if len(data) >= HEAD_BYTES and head.lstrip()[:1] in (b"{", b"["):
+    if len(data) >= HEAD_BYTES and first_byte(whole) in (b"{", b"["):
         # Only a head was given (a batch scan): the message list may lie beyond it.
         return REGISTRY["openai"]
     raise _unknown(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -16,6 +17,29 @@ from ctxpack.transcript import Message, RawLine, Session, Transcript
 
 BOM = b"\xef\xbb\xbf"
 State = TypeVar("State")
+
+# A file's bytes as read, or the file mapped into memory (a large file counted
+# in stretches by children, never read whole into one process). What may be
+# given either only slices it (which gives bytes), finds in it and searches it
+# with a pattern: the mapping has no other method of bytes.
+Data = bytes | mmap.mmap
+
+
+def holds(data: Data, word: bytes) -> bool:
+    return data.find(word) >= 0
+
+
+def starts_with(data: Data, prefix: bytes) -> bool:
+    return data[: len(prefix)] == prefix
+
+
+_NOT_SPACE = re.compile(rb"\S")
+
+
+def first_byte(data: Data) -> bytes:
+    """The first byte that is not white space, or b"" (data.lstrip()[:1])."""
+    hit = _NOT_SPACE.search(data)
+    return hit.group() if hit else b""
 
 
 @dataclass(frozen=True)
@@ -74,17 +98,17 @@ class Clue:
         self.words = words
         Clue.words_of_all.update(words)
 
-    def search(self, data: bytes) -> bool:
+    def search(self, data: Data) -> bool:
         held = _held.get()
         if held is not None and held[0] is data:
             found = not held[1].isdisjoint(self.words)
         else:
-            found = any(word in data for word in self.words)
+            found = any(holds(data, word) for word in self.words)
         return found and self.pattern.search(data) is not None
 
 
 # The whole file being searched, and which clue words it holds.
-_held: ContextVar[tuple[bytes, frozenset[bytes]] | None] = ContextVar("held", default=None)
+_held: ContextVar[tuple[Data, frozenset[bytes]] | None] = ContextVar("held", default=None)
 
 
 # Below this size a search per word costs less than compiling the alternation.
@@ -92,7 +116,7 @@ ONE_PASS_MIN_BYTES = 512 << 10
 
 
 @contextmanager
-def searching_whole(data: bytes, *, words: frozenset[bytes] | None = None) -> Iterator[None]:
+def searching_whole(data: Data, *, words: frozenset[bytes] | None = None) -> Iterator[None]:
     """Clues search `data` knowing which of their words it holds: found in one
     pass of one alternation of them all, where a search per word would read a
     large file once for each word it lacks. `words`: those of Clue.words_of_all
@@ -110,7 +134,7 @@ def searching_whole(data: bytes, *, words: frozenset[bytes] | None = None) -> It
         _held.reset(token)
 
 
-def words_in(data: bytes, words: Iterable[bytes]) -> frozenset[bytes]:
+def words_in(data: Data, words: Iterable[bytes]) -> frozenset[bytes]:
     """Which of `words` occur in `data`. A word found is dropped from the
     alternation, so data that holds a common word is still read once."""
     left = set(words)
@@ -122,7 +146,7 @@ def words_in(data: bytes, words: Iterable[bytes]) -> frozenset[bytes]:
             break
         # Words may overlap: the next search starts just after this one's start.
         at = hit.start()
-        here = {word for word in left if data.startswith(word, at)}
+        here = {word for word in left if data[at : at + len(word)] == word}
         found |= here
         left -= here
         at += 1

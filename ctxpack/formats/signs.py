@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ctxpack.formats.base import Clue
+from ctxpack.formats.base import Clue, Data, first_byte, holds
 
 # A line's own top-level keys sit before its big nested values; looking at the
 # start of each line is enough to tell the typed-line formats apart, even when
@@ -21,7 +21,7 @@ from ctxpack.formats.base import Clue
 _LINE_PREFIX = 4096
 
 
-def line_starts(head: bytes, *, limit: int = 20) -> list[bytes]:
+def line_starts(head: Data, *, limit: int = 20) -> list[bytes]:
     starts = []
     # Found line by line: the head may be a whole large file, which splitting
     # would copy for the sake of its first lines.
@@ -37,7 +37,7 @@ def line_starts(head: bytes, *, limit: int = 20) -> list[bytes]:
     return starts
 
 
-def any_line(head: bytes, pattern: re.Pattern[bytes]) -> bool:
+def any_line(head: Data, pattern: re.Pattern[bytes]) -> bool:
     return any(pattern.search(start) for start in line_starts(head))
 
 
@@ -93,66 +93,68 @@ ANTHROPIC_NOT = Clue(
 )
 
 
-def codex(head: bytes) -> bool:
+def codex(head: Data) -> bool:
     return any_line(head, _CODEX)
 
 
-def claude_stream(head: bytes) -> bool:
+def claude_stream(head: Data) -> bool:
     return any_line(head, _CLAUDE_STREAM)
 
 
-def claude_code(head: bytes) -> bool:
+def claude_code(head: Data) -> bool:
     return any_line(head, _CLAUDE_CODE)
 
 
-def pi(head: bytes) -> bool:
+def pi(head: Data) -> bool:
     starts = line_starts(head, limit=1)
     return bool(starts) and bool(_PI_HEADER.match(starts[0]))
 
 
-def atif(head: bytes) -> bool:
+def atif(head: Data) -> bool:
     if ATIF_VERSION.search(head):
         return True
     return ATIF_STEP.search(head) and ATIF_SOURCE.search(head)
 
 
-def gemini(head: bytes) -> bool:
-    recording = GEMINI_RECORDING.search(head) and b'"sessionId"' in head
+def gemini(head: Data) -> bool:
+    recording = GEMINI_RECORDING.search(head) and holds(head, b'"sessionId"')
     return recording or GEMINI_CONTENTS.search(head)
 
 
-def opencode(head: bytes) -> bool:
+def opencode(head: Data) -> bool:
     return (
-        head.lstrip()[:1] == b"{" and OPENCODE_SESSION.search(head) and OPENCODE_PARTS.search(head)
+        first_byte(head) == b"{" and OPENCODE_SESSION.search(head) and OPENCODE_PARTS.search(head)
     )
 
 
-def openhands(head: bytes) -> bool:
+def openhands(head: Data) -> bool:
     return OPENHANDS_V1.search(head) or (
         OPENHANDS_V0.search(head) and OPENHANDS_V0_KIND.search(head)
     )
 
 
-def swe_agent(head: bytes) -> bool:
+def swe_agent(head: Data) -> bool:
     return SWE_AGENT_HISTORY.search(head) and SWE_AGENT_MARKS.search(head)
 
 
-def sharegpt(head: bytes) -> bool:
+def sharegpt(head: Data) -> bool:
     return SHAREGPT.search(head)
 
 
-def anthropic(head: bytes) -> bool:
-    if b'"role"' not in head or ANTHROPIC_NOT.search(head):
+def anthropic(head: Data) -> bool:
+    if not holds(head, b'"role"') or ANTHROPIC_NOT.search(head):
         return False
-    return ANTHROPIC_BLOCK.search(head) or (ANTHROPIC_SYSTEM.search(head) and b'"messages"' in head)
+    return ANTHROPIC_BLOCK.search(head) or (
+        ANTHROPIC_SYSTEM.search(head) and holds(head, b'"messages"')
+    )
 
 
-def openai(head: bytes) -> bool:
-    return b'"role"' in head or b'"messages"' in head or b'"traj"' in head
+def openai(head: Data) -> bool:
+    return holds(head, b'"role"') or holds(head, b'"messages"') or holds(head, b'"traj"')
 
 
 # Each format's rule, in the order detection tries them: most specific first.
-RULES: dict[str, Callable[[bytes], bool]] = {
+RULES: dict[str, Callable[[Data], bool]] = {
     "codex": codex,
     "claude-stream-json": claude_stream,
     "claude-code": claude_code,

@@ -6,6 +6,11 @@ the format's own reader and tallies it, handing back a few numbers. Reading is
 then shared between the cores as tokenizing is, and no process holds more than
 its stretch's messages.
 
+A child reads its stretch a piece of a few megabytes at a time, each let go
+once tallied: its memory is that of a piece, and what it reads stays in the
+processor's cache. The file itself may be mapped rather than read
+(files.mapped_input): each child then copies only its pieces.
+
 Only a file whose lines are each one chat message (OpenAI JSONL, the format
 of logged sessions) is read this way: each of its lines is read alone, so a
 stretch reads as it does in the whole file. Anything else, and any stretch
@@ -17,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxpack import formats
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
-from ctxpack.formats.base import BOM, Clue, ReadOptions, words_in
+from ctxpack.formats.base import BOM, Clue, Data, ReadOptions, starts_with, words_in
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tokens.encodings import get_encoding
@@ -31,6 +36,8 @@ from ctxpack.tokens.tally import CountReport, Tally, count_transcript
 
 # Below this size one process reads and counts the file sooner than it forks.
 STRETCHES_MIN_BYTES = 4 << 20
+# A child reads its stretch in pieces of about this size.
+PIECE_BYTES = 4 << 20
 _FORMAT = "openai"
 _MESSAGES = "jsonl-messages"
 
@@ -41,7 +48,7 @@ _Stretch = tuple[dict[str, Any], int, str, frozenset[bytes]]
 
 
 def count_by_stretches(
-    data: bytes, *, path: str, fmt: str | None, options: ReadOptions, counter: TokenCounter
+    data: Data, *, path: str, fmt: str | None, options: ReadOptions, counter: TokenCounter
 ) -> CountReport | None:
     """count_transcript of the transcript in `data` (read from `path`), found
     a stretch of lines per core; None when the file is not read that way
@@ -52,28 +59,37 @@ def count_by_stretches(
         return None
     if options.messages_key or fmt not in (None, _FORMAT) or not _one_message_per_line(data):
         return None
-    bounds = _stretches(data, workers)
+    size = len(data)
+    bounds = _cut(data, (size * part // workers for part in range(1, workers)), 0, size)
     if not counter.estimate:
         get_encoding(counter.encoding_name)  # built once here, not once per child
     adapter = formats.get(_FORMAT)
 
     def count(stretch: Sequence[tuple[int, int]]) -> _Stretch | None:
         ((start, stop),) = stretch
-        part = data[start:stop]
+        tally, skipped, label = Tally(), 0, ""
         # What telling the format searches the whole file for, found here a
-        # stretch at a time: the format is told once every stretch is read.
-        words = words_in(part, Clue.words_of_all) if fmt is None else frozenset()
-        try:
-            transcript = adapter.read(part, path=path, options=options)
-        except InputError:
-            return None
-        layout = transcript.layout
-        if getattr(layout, "mode", None) != _MESSAGES or len(transcript.sessions) != 1:
-            return None
-        own = TokenCounter(encoding=counter.encoding_name, estimate=counter.estimate, workers=1)
-        report = count_transcript(transcript, counter=own)
-        ((label, tally),) = report.sessions
-        return dataclasses.asdict(tally), report.skipped_lines, label, words
+        # piece at a time (each piece only for the words not found yet): the
+        # format is told once every stretch is read.
+        left = set(Clue.words_of_all) if fmt is None else set()
+        for begin, end in _cut(data, range(start + PIECE_BYTES, stop, PIECE_BYTES), start, stop):
+            piece = data[begin:end]
+            left -= words_in(piece, left) if left else frozenset()
+            try:
+                transcript = adapter.read(piece, path=path, options=options)
+            except InputError:
+                return None
+            layout = transcript.layout
+            if getattr(layout, "mode", None) != _MESSAGES or len(transcript.sessions) != 1:
+                return None
+            # A counter per piece: its memo holds the piece's messages.
+            own = TokenCounter(encoding=counter.encoding_name, estimate=counter.estimate, workers=1)
+            report = count_transcript(transcript, counter=own)
+            ((label, counted),) = report.sessions
+            tally.merge(counted)
+            skipped += report.skipped_lines
+        words = frozenset(Clue.words_of_all - left) if fmt is None else frozenset()
+        return dataclasses.asdict(tally), skipped, label, words
 
     found = forked.map_chunks(count, bounds, workers=len(bounds))
     parts = [part for part in found if part is not None]
@@ -102,11 +118,11 @@ def count_by_stretches(
     )
 
 
-def _one_message_per_line(data: bytes) -> bool:
+def _one_message_per_line(data: Data) -> bool:
     """The reader's own test of a JSONL message file, on its first line: an
     object that parses alone and has a role (a pretty-printed document, or a
     file of records, is read whole)."""
-    start = len(BOM) if data.startswith(BOM) else 0
+    start = len(BOM) if starts_with(data, BOM) else 0
     while True:
         end = data.find(b"\n", start)
         line = data[start : end if end >= 0 else len(data)]
@@ -124,14 +140,14 @@ def _one_message_per_line(data: bytes) -> bool:
     return isinstance(first, dict) and "role" in first
 
 
-def _stretches(data: bytes, workers: int) -> list[tuple[int, int]]:
-    """(start, stop) of up to `workers` stretches of about equal size, each
-    cut after a line break."""
-    cuts = [0]
-    for part in range(1, workers):
-        at = data.find(b"\n", max(len(data) * part // workers, cuts[-1]))
+def _cut(data: Data, points: Iterable[int], start: int, stop: int) -> list[tuple[int, int]]:
+    """(start, stop) of the stretches of data[start:stop] cut just after the
+    first line break at or after each of `points` (ascending)."""
+    cuts = [start]
+    for point in points:
+        at = data.find(b"\n", max(point, cuts[-1]), stop)
         if at < 0:
             break
         cuts.append(at + 1)
-    cuts.append(len(data))
-    return [(start, stop) for start, stop in itertools.pairwise(cuts) if stop > start]
+    cuts.append(stop)
+    return [(begin, end) for begin, end in itertools.pairwise(cuts) if end > begin]

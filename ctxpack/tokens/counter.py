@@ -155,7 +155,7 @@ class TokenCounter:
 
     def _chars(self, msgs: list[Message]) -> int:
         """Roughly the characters an exact count of msgs tokenizes."""
-        return sum(sum(_kinds(msg, len).values()) for msg in msgs)
+        return sum(_counted(msg, len)[0] for msg in msgs)
 
     def _remember(self, msgs: list[Message], counted: Iterable[tuple[int, ...]]) -> None:
         same = self._rows.setdefault
@@ -229,7 +229,7 @@ class TokenCounter:
 
     def _packed(self, msg: Message) -> tuple[int, ...]:
         # A message's texts are counted once each (the memo is per message).
-        row = _row(_kinds(msg, self._count))
+        row = _counted(msg, self._count)
         return self._rows.setdefault(row, row)
 
     def message(self, msg: Message) -> int:
@@ -245,10 +245,6 @@ class TokenCounter:
 
 def _estimate(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
-
-
-def _row(kinds: dict[str, int]) -> tuple[int, ...]:
-    return (sum(kinds.values()), *map(kinds.get, KINDS, _ZEROS))
 
 
 # Per text kind, the zeros before its column and the columns after it but the
@@ -279,7 +275,13 @@ def estimated(msg: Message) -> tuple[int, ...]:
     tokens = plain_tokens(msg)
     if tokens >= 0:
         return plain_row(m.role(msg), tokens)
-    return _row(_kinds(msg, _estimate))
+    return estimated_by_kind(msg)
+
+
+def estimated_by_kind(msg: Message) -> tuple[int, ...]:
+    """The estimate row of one message, each of its texts estimated apart
+    (what `estimated` gives a message that is not plain text)."""
+    return _counted(msg, _estimate)
 
 
 def estimated_total(msgs: list[Message]) -> int:
@@ -292,20 +294,29 @@ def estimated_total(msgs: list[Message]) -> int:
     return total
 
 
-def _kinds(msg: Message, text: Callable[[str], int]) -> dict[str, int]:
-    """Tokens of one message by kind, as `text` counts each of its texts."""
+# Where each kind's count sits in a row (after the total), and where the
+# text of each role goes.
+_COLUMN = {kind: at for at, kind in enumerate(KINDS, 1)}
+_TEXT_COLUMN = {role: _COLUMN[kind] for role, kind in _TEXT_KIND.items()}
+_USER_COLUMN = _COLUMN["user_text"]
+_CALLS, _REASONING, _IMAGES = _COLUMN["tool_calls"], _COLUMN["reasoning"], _COLUMN["images"]
+
+
+def _counted(msg: Message, text: Callable[[str], int]) -> tuple[int, ...]:
+    """The row of one message (its total, then each of KINDS), as `text`
+    counts each of its texts."""
+    row = [0] * (len(KINDS) + 1)
     content = msg.get("content")
-    kinds: dict[str, int] = {}
     # Most messages are plain text with nothing else to count: one lookup each.
     tokens = (
         text(content)
         if isinstance(content, str)
-        else sum(text(t) for t in m.text_parts(msg))
+        else sum(map(text, m.text_parts(msg)))
         if content
         else 0
     )
     if tokens:
-        kinds[_TEXT_KIND.get(m.role(msg), "user_text")] = tokens
+        row[_TEXT_COLUMN.get(m.role(msg), _USER_COLUMN)] = tokens
     if "tool_calls" in msg or "function_call" in msg:
         calls = 0
         for call in m.tool_calls(msg):
@@ -313,18 +324,14 @@ def _kinds(msg: Message, text: Callable[[str], int]) -> dict[str, int]:
         legacy = m.legacy_function_call(msg)
         if legacy is not None:
             calls += text(_str(legacy.get("name"))) + text(_str(legacy.get("arguments")))
-        if calls:
-            kinds["tool_calls"] = calls
+        row[_CALLS] = calls
     if "reasoning_content" in msg or "reasoning" in msg or "thinking" in msg:
-        reasoning = sum(text(t) for t in m.reasoning_texts(msg))
-        if reasoning:
-            kinds["reasoning"] = reasoning
+        row[_REASONING] = sum(map(text, m.reasoning_texts(msg)))
     if isinstance(content, list):
-        images = m.image_count(msg)
-        if images:
-            kinds["images"] = IMAGE_TOKENS * images
-    kinds["overhead"] = MESSAGE_OVERHEAD
-    return kinds
+        row[_IMAGES] = IMAGE_TOKENS * m.image_count(msg)
+    row[-1] = MESSAGE_OVERHEAD
+    row[0] = sum(row)
+    return tuple(row)
 
 
 def _str(value: Any) -> str:

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.tokens.counter import KINDS, TokenCounter, estimated, plain_row, plain_tokens
+from ctxpack.tokens.counter import (
+    KINDS,
+    TokenCounter,
+    estimated_by_kind,
+    plain_row,
+    plain_tokens,
+)
 from ctxpack.transcript import Message, Transcript
 
 
@@ -69,23 +75,25 @@ def _estimate_sums(messages: list[Message]) -> Sums:
     """The estimate's sums in one pass: most messages are plain text, whose
     tokens are summed per role and made one row at the end; only the others
     get a row of their own."""
-    # Per role, in the order roles first come (as `_sums` has them): how many
-    # plain messages and their tokens, and the rows of the others.
+    # Per role, in the order roles first come (as `_sums` has them): the
+    # tokens of each plain message, and the rows of the others.
     per_role: dict[str, tuple[list[int], list[tuple[int, ...]]]] = {}
     role_of, tokens_of = m.role, plain_tokens
     for msg in messages:
         role = role_of(msg) or "?"
         if (entry := per_role.get(role)) is None:
-            entry = per_role[role] = ([0, 0], [])
+            entry = per_role[role] = ([], [])
         tokens = tokens_of(msg)
         if tokens >= 0:
-            entry[0][0] += 1
-            entry[0][1] += tokens
+            entry[0].append(tokens)
         else:
-            entry[1].append(estimated(msg))
+            entry[1].append(estimated_by_kind(msg))
     return {
-        role: (count + len(rows), _columns(rows, plain_row(role, tokens, messages=count)))
-        for role, ([count, tokens], rows) in per_role.items()
+        role: (
+            len(plain) + len(rows),
+            _columns(rows, plain_row(role, sum(plain), messages=len(plain))),
+        )
+        for role, (plain, rows) in per_role.items()
     }
 
 
