@@ -141,6 +141,24 @@ def test_line_starts_are_the_first_lines_stripped_and_cut(head: bytes, limit: in
     assert signs.line_starts(head, limit=limit) == expected
 
 
+@pytest.mark.parametrize(
+    ("line", "claimed"),
+    [
+        (b'{"parentUuid": null, "type": "user"}', True),
+        (b'{"type": "user", "sessionId": "s", "leafUuid" : "u"}', True),
+        (b'{ "type": "file-history-snapshot", "messageId": "m"}', True),
+        (b'{"message": "x", "type": "ai-title"}', False),  # a type tag only leads a line
+        (b'{"parentUuid2": 1}', False),
+    ],
+)
+def test_a_claude_code_line_is_told_by_its_keys_or_its_leading_type(
+    line: bytes, claimed: bool
+) -> None:
+    head = b'{"role": "user", "content": "hi"}\n' + line + b"\n"
+    assert signs.claude_code(head) is claimed
+    assert (formats.detect(head, path="s.jsonl").name == "claude-code") is claimed
+
+
 def _clues() -> list[tuple[str, Clue]]:
     return [(name, value) for name, value in vars(signs).items() if isinstance(value, Clue)]
 
@@ -149,7 +167,13 @@ def test_every_whole_file_rule_is_a_clue() -> None:
     # A rule may be given a whole large file: every pattern is a Clue but
     # those of the line formats, which search only each of the first lines' start.
     patterns = {name for name, value in vars(signs).items() if isinstance(value, re.Pattern)}
-    assert patterns == {"_CODEX", "_CLAUDE_STREAM", "_CLAUDE_CODE", "_PI_HEADER"}
+    assert patterns == {
+        "_CODEX",
+        "_CLAUDE_STREAM",
+        "_CLAUDE_CODE_KEY",
+        "_CLAUDE_CODE_TYPE",
+        "_PI_HEADER",
+    }
     assert len(_clues()) == 16
 
 

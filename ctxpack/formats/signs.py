@@ -55,8 +55,11 @@ _CLAUDE_STREAM = re.compile(
     rb'^\{\s*"type"\s*:\s*"(system|assistant|user|result)"\s*,\s*"message"\s*:\s*\{|'
     rb'^\{\s*"type"\s*:\s*"system"\s*,\s*"subtype"\s*:\s*"init"'
 )
-_CLAUDE_CODE = re.compile(
-    rb'"(parentUuid|leafUuid)"\s*:|^\{\s*"type"\s*:\s*"(file-history-snapshot|queue-operation|'
+# Two patterns, not one alternation: a search for `A|^B` tries both at every
+# byte of every line start, where `"…Uuid"` alone is searched from each quote.
+_CLAUDE_CODE_KEY = re.compile(rb'"(parentUuid|leafUuid)"\s*:')
+_CLAUDE_CODE_TYPE = re.compile(
+    rb'\{\s*"type"\s*:\s*"(file-history-snapshot|queue-operation|'
     rb'permission-mode|last-prompt|ai-title)"'
 )
 _PI_HEADER = re.compile(rb'^\{\s*"type"\s*:\s*"session"\s*,[^\n]*"cwd"\s*:')
@@ -102,7 +105,10 @@ def claude_stream(head: Data) -> bool:
 
 
 def claude_code(head: Data) -> bool:
-    return any_line(head, _CLAUDE_CODE)
+    return any(
+        _CLAUDE_CODE_TYPE.match(start) or _CLAUDE_CODE_KEY.search(start)
+        for start in line_starts(head)
+    )
 
 
 def pi(head: Data) -> bool:
