@@ -6,6 +6,7 @@ import contextlib
 import errno
 import mmap
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,19 +45,24 @@ def mapped_input(path: str) -> Iterator[mmap.mmap | None]:
 
     As with any mapped file, a file truncated by another process while it is
     mapped ends the process with SIGBUS when the lost pages are touched."""
-    if path == STDIO:
-        yield None
-        return
-    try:
-        with open(path, "rb") as fh:
-            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        yield None
-        return
+    mapped = _mapped(path)
     try:
         yield mapped
     finally:
-        mapped.close()
+        if mapped is not None:
+            mapped.close()
+
+
+def _mapped(path: str) -> mmap.mmap | None:
+    try:
+        # Only a regular file: opening a named pipe would wait for its writer
+        # and take what it writes from the read that follows.
+        if path == STDIO or not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
 
 
 # Where a transcript read from stdin goes when stdout is a terminal.

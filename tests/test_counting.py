@@ -3,6 +3,8 @@ what it counts, and every error, are those of the file read whole."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import orjson
@@ -236,8 +238,26 @@ def test_a_file_is_mapped_only_when_it_is_a_regular_file_with_bytes(tmp_path: Pa
         assert view[:] == path.read_bytes()
     assert view.closed
     (tmp_path / "empty.jsonl").write_bytes(b"")
-    for name in (files.STDIO, str(tmp_path / "empty.jsonl"), str(tmp_path), "missing.jsonl"):
-        with files.mapped_input(name) as view:
-            assert view is None, name
+    # A named pipe is not opened (that would wait for a writer): it is read.
+    os.mkfifo(tmp_path / "pipe.jsonl")
+
+    def stuck(*_: object) -> None:
+        raise AssertionError("the named pipe was opened: it waits for a writer")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(5)
+    try:
+        for name in (
+            files.STDIO,
+            str(tmp_path / "empty.jsonl"),
+            str(tmp_path / "pipe.jsonl"),
+            str(tmp_path),
+            "missing.jsonl",
+        ):
+            with files.mapped_input(name) as view:
+                assert view is None, name
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     with pytest.raises(InputError, match="is a directory"):
         files.read_input(str(tmp_path))
