@@ -201,7 +201,14 @@ def test_reading_for_counting_only_counts_the_same_and_refuses_to_write(
     data = _tau_jsonl(tmp_path).read_bytes()
     full = formats.read(data, path="session.jsonl")
     light = formats.read(data, path="session.jsonl", options=ReadOptions(keep_bytes=False))
-    assert all(raw == b"" for _, raw in light.sessions[0].originals)
+    # Each message as parsed, with no bytes; the same pairs however they are asked for.
+    originals = light.sessions[0].originals
+    pairs = [(msg, b"") for msg in light.sessions[0].messages]
+    assert list(originals) == pairs and originals == pairs
+    assert len(originals) == len(pairs) and originals[-1] == pairs[-1]
+    assert originals[3:9] == pairs[3:9] and originals[::-5] == pairs[::-5]
+    assert [msg for msg, _ in originals] == [msg for msg, _ in full.sessions[0].originals]
+    assert light.sessions[0].unchanged()
     counter = TokenCounter()
     assert (
         count_transcript(light, counter=counter).to_dict()

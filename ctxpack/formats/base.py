@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import re
 from array import array
@@ -243,6 +244,36 @@ class LineOriginals(Sequence[tuple[Message, RawLine]]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return self._messages[index], self._lines[self._numbers[index]]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Unkept(Sequence[tuple[Message, RawLine]]):
+    """Session.originals of a file read for counting only: each message with
+    no bytes (b""), made when asked for rather than a pair per message."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[tuple[Message, RawLine]]:
+        return zip(self._messages, itertools.repeat(b""))
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Message, RawLine]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Message, RawLine]]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[Message, RawLine] | list[tuple[Message, RawLine]]:
+        if isinstance(index, slice):
+            return [(msg, b"") for msg in self._messages[index]]
+        return self._messages[index], b""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)

@@ -18,6 +18,7 @@ from ctxpack.formats.base import (
     LineOriginals,
     LineViews,
     ReadOptions,
+    Unkept,
     is_blank,
 )
 from ctxpack.tokens.counter import TokenCounter
@@ -63,6 +64,18 @@ class OpenAIContext:
 _MISSING = object()
 _CONTENT_TYPES = (str, list)
 _BRACE = ord("{")
+
+
+def _ignore(_: int) -> None:
+    return None
+
+
+def _no_bytes(_: memoryview) -> RawLine:
+    return b""
+
+
+def _own_bytes(line: memoryview) -> RawLine:
+    return line
 
 
 def json_type(value: Any) -> str:
@@ -160,11 +173,13 @@ class OpenAIFormat(Format, name="openai", writable=True):
         # refuses goes through jsoncodec, which reads it exactly or says why),
         # and a line starting with "{" is not blank.
         fast, refused, loads = jsoncodec.orjson_loads, jsoncodec.OrjsonError, jsoncodec.loads
-        keep_message, keep_number = parsed.append, numbers.append
+        # A transcript read for counting only is never written back: it keeps
+        # no line's bytes, nor the number of a message's line.
+        kept = _own_bytes if keep else _no_bytes
+        keep_message, keep_number = parsed.append, numbers.append if keep else _ignore
         for index, line in enumerate(lines):
-            # A transcript read for counting only is never written back.
-            raw: RawLine = line if keep else b""
             if not line or (line[0] != _BRACE and is_blank(line)):
+                raw = kept(line)
                 junk.setdefault(len(parsed), []).append(raw)
                 entries.append(raw)
                 continue
@@ -183,6 +198,7 @@ class OpenAIFormat(Format, name="openai", writable=True):
                     keep_number(index)
                     continue
                 key = key or _record_path(obj, explicit, path, index + 1)
+                raw = kept(line)
                 sessions.append(_record_session(obj, key, path, index + 1, raw_line=raw))
                 entries.append(len(sessions) - 1)
             except (jsoncodec.JSONError, InputError) as exc:
@@ -196,11 +212,12 @@ class OpenAIFormat(Format, name="openai", writable=True):
                         reason += " (the last line looks truncated)"
                     raise InputError(reason, path=path, line=index + 1) from None
                 skipped += 1
+                raw = kept(line)
                 junk.setdefault(len(parsed), []).append(raw)
                 entries.append(raw)
         if messages_mode or messages_mode is None:
             originals: Sequence[tuple[Message, RawLine]] = (
-                LineOriginals(parsed, lines, numbers) if keep else [(msg, b"") for msg in parsed]
+                LineOriginals(parsed, lines, numbers) if keep else Unkept(parsed)
             )
             session = Session(
                 messages=list(parsed), originals=originals, context=OpenAIContext(junk=junk)
