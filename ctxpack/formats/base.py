@@ -218,21 +218,17 @@ class LineViews(Sequence[memoryview]):
         return self._view[self._starts[index] : self._ends[index]]
 
 
-class LineOriginals(Sequence[tuple[Message, RawLine]]):
-    """Session.originals of a file read a message a line: each message with
-    the view of its line, made when asked for. A long session's lines stay
-    a few bytes each (their numbers) instead of a view and a pair each."""
+class _Originals(Sequence[tuple[Message, RawLine]]):
+    """Session.originals made when asked for: each message paired with the
+    bytes it was read from (`_raw`), rather than a pair held per message."""
 
-    def __init__(self, messages: list[Message], lines: LineViews, numbers: array[int]) -> None:
-        self._messages, self._lines, self._numbers = messages, lines, numbers
+    _messages: list[Message]
+
+    def _raw(self, index: int) -> RawLine:
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self._messages)
-
-    def __iter__(self) -> Iterator[tuple[Message, RawLine]]:
-        lines = self._lines
-        for msg, number in zip(self._messages, self._numbers, strict=True):
-            yield msg, lines[number]
 
     @overload
     def __getitem__(self, index: int) -> tuple[Message, RawLine]: ...
@@ -243,7 +239,7 @@ class LineOriginals(Sequence[tuple[Message, RawLine]]):
     ) -> tuple[Message, RawLine] | list[tuple[Message, RawLine]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return self._messages[index], self._lines[self._numbers[index]]
+        return self._messages[index], self._raw(index)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -251,34 +247,35 @@ class LineOriginals(Sequence[tuple[Message, RawLine]]):
     __hash__ = None  # type: ignore[assignment]
 
 
-class Unkept(Sequence[tuple[Message, RawLine]]):
+class LineOriginals(_Originals):
+    """Session.originals of a file read a message a line: each message with
+    the view of its line. A long session's lines stay a few bytes each (their
+    numbers) instead of a view and a pair each."""
+
+    def __init__(self, messages: list[Message], lines: LineViews, numbers: array[int]) -> None:
+        self._messages, self._lines, self._numbers = messages, lines, numbers
+
+    def _raw(self, index: int) -> RawLine:
+        return self._lines[self._numbers[index]]
+
+    def __iter__(self) -> Iterator[tuple[Message, RawLine]]:
+        lines = self._lines
+        for msg, number in zip(self._messages, self._numbers, strict=True):
+            yield msg, lines[number]
+
+
+class Unkept(_Originals):
     """Session.originals of a file read for counting only: each message with
-    no bytes (b""), made when asked for rather than a pair per message."""
+    no bytes (b"")."""
 
     def __init__(self, messages: list[Message]) -> None:
         self._messages = messages
 
-    def __len__(self) -> int:
-        return len(self._messages)
+    def _raw(self, index: int) -> RawLine:
+        return b""
 
     def __iter__(self) -> Iterator[tuple[Message, RawLine]]:
         return zip(self._messages, itertools.repeat(b""))
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[Message, RawLine]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[Message, RawLine]]: ...
-    def __getitem__(
-        self, index: int | slice
-    ) -> tuple[Message, RawLine] | list[tuple[Message, RawLine]]:
-        if isinstance(index, slice):
-            return [(msg, b"") for msg in self._messages[index]]
-        return self._messages[index], b""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 _SPACE = b" \t\r\n\x0b\x0c"
