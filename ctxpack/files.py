@@ -35,16 +35,31 @@ def read_input(path: str) -> bytes:
         raise InputError(exc.strerror or str(exc), path=path) from None
 
 
+class MappedFile(mmap.mmap):
+    """A regular file mapped read-only, with a descriptor of its own kept
+    beside the mapping. `copy` reads a stretch of it with pread: a file
+    truncated by another process meanwhile answers with fewer bytes, where
+    touching the mapping's lost pages ends the process (SIGBUS)."""
+
+    fd: int = -1
+
+    def copy(self, start: int, stop: int) -> bytes:
+        return os.pread(self.fd, stop - start, start)
+
+    def close(self) -> None:
+        super().close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 @contextlib.contextmanager
-def mapped_input(path: str) -> Iterator[mmap.mmap | None]:
+def mapped_input(path: str) -> Iterator[MappedFile | None]:
     """The regular file at `path` mapped read-only for the with-block: its
     pages are the page cache's, read as they are touched and shared with
     forked children, so a large file is never copied whole into one process.
     None for stdin, an empty file or anything else that cannot be mapped: the
-    caller reads it with read_input, which says what is wrong with it.
-
-    As with any mapped file, a file truncated by another process while it is
-    mapped ends the process with SIGBUS when the lost pages are touched."""
+    caller reads it with read_input, which says what is wrong with it."""
     mapped = _mapped(path)
     try:
         yield mapped
@@ -53,16 +68,22 @@ def mapped_input(path: str) -> Iterator[mmap.mmap | None]:
             mapped.close()
 
 
-def _mapped(path: str) -> mmap.mmap | None:
+def _mapped(path: str) -> MappedFile | None:
     try:
         # Only a regular file: opening a named pipe would wait for its writer
         # and take what it writes from the read that follows.
         if path == STDIO or not stat.S_ISREG(os.stat(path).st_mode):
             return None
-        with open(path, "rb") as fh:
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
         return None
+    try:
+        mapped = MappedFile(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        os.close(fd)
+        return None
+    mapped.fd = fd
+    return mapped
 
 
 # Where a transcript read from stdin goes when stdout is a terminal.

@@ -128,6 +128,30 @@ def test_a_file_another_format_claims_by_a_late_line_is_read_whole() -> None:
     assert found.to_dict() == _whole(data + keys, estimate=False).to_dict()
 
 
+@pytest.mark.usefixtures("any_size")
+def test_a_file_cut_short_while_it_is_counted_is_left_to_the_whole_reader(
+    tmp_path: Path,
+) -> None:
+    """A log truncated by another process while it is counted: the children
+    copy their pieces with pread, which answers with fewer bytes (touching the
+    mapping's lost pages would end the process), and the whole reader then
+    reads the file as it now is."""
+    data = _jsonl(_tau_messages())
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    counter = TokenCounter(estimate=True, workers=2)
+    with files.mapped_input(str(path)) as view:
+        assert view is not None
+        os.truncate(path, len(data) * 3 // 5)
+        found = count_by_stretches(
+            view, path=str(path), fmt=None, options=COUNTING, counter=counter
+        )
+    assert found is None
+    result = runner.invoke(app, ["count", "--estimate", str(path)])
+    assert result.exit_code == 1
+    assert "(the last line looks truncated)" in result.stderr
+
+
 def test_a_small_file_is_read_whole() -> None:
     data = _jsonl(_tau_messages()[:40])
     assert len(data) < counting.STRETCHES_MIN_BYTES

@@ -9,7 +9,9 @@ its stretch's messages.
 A child reads its stretch a piece of a few megabytes at a time, each let go
 once tallied: its memory is that of a piece, and what it reads stays in the
 processor's cache. The file itself may be mapped rather than read
-(files.mapped_input): each child then copies only its pieces.
+(files.mapped_input): each child then copies only its pieces, with pread, so
+a file truncated meanwhile is a short read (and the whole reader's to read as
+it now is), not a fault.
 
 Only a file whose lines are each one chat message (OpenAI JSONL, the format
 of logged sessions) is read this way: each of its lines is read alone, so a
@@ -22,10 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ctxpack import formats
+from ctxpack import files, formats
 from ctxpack.errors import InputError
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, Clue, Data, ReadOptions, starts_with, words_in
@@ -59,8 +61,8 @@ def count_by_stretches(
         return None
     if options.messages_key or fmt not in (None, _FORMAT) or not _one_message_per_line(data):
         return None
-    size = len(data)
-    bounds = _cut(data, (size * part // workers for part in range(1, workers)), 0, size)
+    size, read = len(data), _copier(data)
+    bounds = _cut(read, (size * part // workers for part in range(1, workers)), 0, size)
     if not counter.estimate:
         get_encoding(counter.encoding_name)  # built once here, not once per child
     adapter = formats.get(_FORMAT)
@@ -72,8 +74,10 @@ def count_by_stretches(
         # piece at a time (each piece only for the words not found yet): the
         # format is told once every stretch is read.
         left = set(Clue.words_of_all) if fmt is None else set()
-        for begin, end in _cut(data, range(start + PIECE_BYTES, stop, PIECE_BYTES), start, stop):
-            piece = data[begin:end]
+        for begin, end in _pieces(read, start, stop):
+            piece = read(begin, end)
+            if len(piece) < end - begin:
+                return None  # the file was cut short while it was read
             left -= words_in(piece, left) if left else frozenset()
             try:
                 transcript = adapter.read(piece, path=path, options=options)
@@ -140,14 +144,48 @@ def _one_message_per_line(data: Data) -> bool:
     return isinstance(first, dict) and "role" in first
 
 
-def _cut(data: Data, points: Iterable[int], start: int, stop: int) -> list[tuple[int, int]]:
-    """(start, stop) of the stretches of data[start:stop] cut just after the
+def _copier(data: Data) -> Callable[[int, int], bytes]:
+    """How a stretch of `data` is copied out: a mapped file's with pread."""
+    if isinstance(data, files.MappedFile):
+        return data.copy
+    return lambda start, stop: data[start:stop]
+
+
+# How far a search for a line's end reads at a time.
+_LINE_READ = 64 << 10
+
+
+def _line_end(read: Callable[[int, int], bytes], at: int, stop: int) -> int:
+    """Just after the first line break at or after `at`; `stop` when there
+    is none before it (or the file ends early)."""
+    while at < stop:
+        chunk = read(at, min(at + _LINE_READ, stop))
+        if not chunk:
+            break
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(chunk)
+    return stop
+
+
+def _cut(
+    read: Callable[[int, int], bytes], points: Iterable[int], start: int, stop: int
+) -> list[tuple[int, int]]:
+    """(start, stop) of the stretches of [start, stop) cut just after the
     first line break at or after each of `points` (ascending)."""
     cuts = [start]
     for point in points:
-        at = data.find(b"\n", max(point, cuts[-1]), stop)
-        if at < 0:
-            break
-        cuts.append(at + 1)
+        cuts.append(_line_end(read, max(point, cuts[-1]), stop))
     cuts.append(stop)
     return [(begin, end) for begin, end in itertools.pairwise(cuts) if end > begin]
+
+
+def _pieces(read: Callable[[int, int], bytes], start: int, stop: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of the pieces of the stretch [start, stop): about
+    PIECE_BYTES each, each cut just after a line break."""
+    at = start
+    while at < stop:
+        end = _line_end(read, at + PIECE_BYTES, stop) if at + PIECE_BYTES < stop else stop
+        yield at, end
+        at = end
