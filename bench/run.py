@@ -87,14 +87,51 @@ def source_messages() -> list[list[dict[str, Any]]]:
     return sessions
 
 
+# A long session is built by cycling through the bundled sessions, so without
+# care each of their texts would come back once a pass: 40 times in the 100 MB
+# session. Real sessions seldom repeat a long text verbatim (none of the bundled
+# real transcripts repeats more than 15% of its long texts, most none), and a
+# memo of equal texts would do less work on the bench than on a user's session.
+# So each pass after the first ends its texts with a run of spaces of its own
+# length: the same words, shapes and facts, never an equal text. The calls are
+# left as they are: an agent does re-run a command and re-read a file.
+# The version is in the file's name, so that a session built before is not reused.
+INPUT_VERSION = 2
+
+
+def session_path(size_mb: int) -> Path:
+    return OUT / f"session-{size_mb}mb.v{INPUT_VERSION}.jsonl"
+
+
+def _distinct(msg: dict[str, Any], serial: int) -> dict[str, Any]:
+    """`msg` with each text ended by `serial` spaces (none for 0)."""
+    if not serial:
+        return msg
+    pad = " " * serial
+    content = msg.get("content")
+    if isinstance(content, str) and content:
+        return {**msg, "content": content + pad}
+    if isinstance(content, list):
+        parts = [
+            {**part, "text": part["text"] + pad}
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]
+            else part
+            for part in content
+        ]
+        return {**msg, "content": parts}
+    return msg
+
+
 def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
     """One long session: system prompt once, then real turns with fresh ids,
-    from the `first`-th bundled session on."""
+    from the `first`-th bundled session on; each pass through them with
+    texts of its own."""
     sessions = source_messages()
     first %= len(sessions)
     sessions = sessions[first:] + sessions[:first]
     written = 0
     serial = 0
+    passes = 0
     with path.open("wb") as out:
         out.write(orjson.dumps({"role": "system", "content": "You are a coding agent."}) + b"\n")
         while written < target_bytes:
@@ -103,7 +140,7 @@ def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
                 for msg in messages:
                     if msg.get("role") in ("system", "developer"):
                         continue
-                    msg = dict(msg)
+                    msg = _distinct(dict(msg), passes)
                     if msg.get("tool_calls"):
                         calls = []
                         for call in msg["tool_calls"]:
@@ -118,6 +155,7 @@ def build_input(target_bytes: int, path: Path, *, first: int = 0) -> None:
                     written += len(line)
                 if written >= target_bytes:
                     break
+            passes += 1
         out.write(orjson.dumps({"role": "user", "content": "Please continue."}) + b"\n")
 
 
@@ -410,7 +448,7 @@ def main() -> None:
     if args.fts_only:
         OUT.mkdir(parents=True, exist_ok=True)
         for size in [int(s) for s in args.sizes.split(",")]:
-            path = OUT / f"session-{size}mb.jsonl"
+            path = session_path(size)
             if not path.exists() or path.stat().st_size < size * 1_000_000:
                 build_input(size * 1_000_000, path)
             print(f"{size} MB session ({path.stat().st_size:,} bytes):")
@@ -437,7 +475,7 @@ def main() -> None:
         f"-> {startup / typer_import:.2f}x (target <= 1.5x)"
     )
     for size in [int(s) for s in args.sizes.split(",")]:
-        path = OUT / f"session-{size}mb.jsonl"
+        path = session_path(size)
         if not path.exists() or path.stat().st_size < size * 1_000_000:
             build_input(size * 1_000_000, path)
         limit_cmd = [sys.executable, "-c", BASELINE, str(path), "count"]
