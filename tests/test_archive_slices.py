@@ -333,3 +333,22 @@ def test_a_line_blob_is_sliced_and_packed_as_its_bytes_are(
         assert packing.pack(blob) == packing.pack(data) == ("zlib", zlib.compress(data, 3))
         noise = _line_blob([os.urandom(1 << 12) + b"\n" for _ in range(16)])
         assert packing.pack(noise) == ("raw", bytes(noise))
+
+
+def test_a_blob_that_jumps_across_its_base_finds_every_line_it_shares() -> None:
+    # Unique lines over more than twice the search window: a summary's turns
+    # archived again start far from the turns that follow them.
+    base_lines = [
+        b'{"role":"tool","content":"line %05d %s"}\n' % (i, b"x" * 600) for i in range(5000)
+    ]
+    base = b"".join(base_lines)
+    assert len(base) > 2 * slices.WINDOW
+    pruned = b'{"role":"tool","content":"[pruned]"}\n'
+    after = [pruned if i % 7 == 3 else line for i, line in enumerate(base_lines[10:3000])]
+    data = b"".join([base_lines[-1], *after])
+    pieces = slices.find_pieces(base, data)
+    literal = sum(length for start, length in pieces if start < 0)
+    # The first line after the jump reads as a pruned one; every other base line is found.
+    assert literal == len(base_lines[10]) + len(pruned) * sum(1 for x in after if x is pruned)
+    packed = slices.encode(base, data)
+    assert packed is not None and slices.decode(packed, base) == data

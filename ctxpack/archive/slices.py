@@ -34,7 +34,36 @@ _LITERAL = -1
 def find_pieces(base: bytes, data: Blob) -> list[tuple[int, int]]:
     """(start, length) of each piece of `data`: a range of `base`, or for
     start -1, that many literal bytes of `data` at this point."""
-    return _Pieces.of(base, data).pieces
+    return _Pieces.of(base, data, LineIndex(base)).pieces
+
+
+class LineIndex:
+    """Where each line of a base starts, by the line's hash: made on first use
+    and shared by the blobs sliced from one base."""
+
+    def __init__(self, base: bytes) -> None:
+        self.base = base
+        self._starts: dict[int, int] | None = None
+
+    def find(self, line: memoryview) -> int:
+        """Where a whole line equal to `line` starts in the base (the first
+        such); -1: nowhere."""
+        if self._starts is None:
+            self._starts = _line_starts(self.base)
+        at = self._starts.get(hash(bytes(line)), -1)
+        return at if at >= 0 and self.base.startswith(line, at) else -1
+
+
+def _line_starts(base: bytes) -> dict[int, int]:
+    view, size = memoryview(base), len(base)
+    starts: dict[int, int] = {}
+    start = 0
+    while start < size:
+        end = base.find(b"\n", start)
+        end = size if end < 0 else end + 1
+        starts.setdefault(hash(view[start:end]), start)
+        start = end
+    return starts
 
 
 class _Pieces:
@@ -43,12 +72,16 @@ class _Pieces:
     Line by line: a line is looked for where the previous one ended in the
     base, then as many base lines further as lines have just failed to match
     (those lines replaced base lines: pruned outputs), then by a search around
-    that point, bounded in all to a few passes over the base, so the cost
-    stays linear whatever the data. The literal lines are kept as they come.
+    that point, bounded in all to a few passes over the base, then among the
+    base's lines by their hashes. The cost stays linear whatever the data,
+    and a blob whose lines jump across the base (an earlier summary's turns
+    first, then the turns after it) finds every line it shares with it. The
+    literal lines are kept as they come.
     """
 
-    def __init__(self, base: bytes, size: int) -> None:
+    def __init__(self, base: bytes, size: int, index: LineIndex) -> None:
         self.base = base
+        self.index = index
         self.pieces: list[tuple[int, int]] = []
         self.literals = bytearray()
         self._budget = 2 * len(base) + size
@@ -57,8 +90,8 @@ class _Pieces:
         self._previous = -1  # where the last line matched: an earlier summary is archived twice
 
     @classmethod
-    def of(cls, base: bytes, data: Blob) -> _Pieces:
-        found = cls(base, len(data))
+    def of(cls, base: bytes, data: Blob, index: LineIndex) -> _Pieces:
+        found = cls(base, len(data), index)
         for stretch in stretches_of(data):
             found.feed(stretch)
         return found
@@ -81,6 +114,8 @@ class _Pieces:
                 high = min(pos + WINDOW, len(base)) if self._anchored else len(base)
                 at = base.find(line, low, high)
                 self._budget -= high - low if at < 0 else at - low + len(line)
+            if at < 0 and (misses or not self._anchored):
+                at = self.index.find(line)
             if at < 0:
                 _add(pieces, _LITERAL, len(line))
                 self.literals += line
@@ -134,12 +169,13 @@ def _add(pieces: list[tuple[int, int]], start: int, length: int) -> None:
     pieces.append((start, length))
 
 
-def encode(base: bytes, data: Blob) -> bytes | None:
+def encode(base: bytes, data: Blob, index: LineIndex | None = None) -> bytes | None:
     """`data` as slices of `base`, compressed; None when too little of it is
-    in the base for slices to pay."""
+    in the base for slices to pay. `index`: the base's LineIndex, when the
+    caller slices other blobs from it too."""
     if len(data) < MIN_SIZE:
         return None
-    found = _Pieces.of(base, data)
+    found = _Pieces.of(base, data, index or LineIndex(base))
     shared = sum(length for start, length in found.pieces if start != _LITERAL)
     if shared < MIN_SHARE * len(data):
         return None
@@ -166,9 +202,10 @@ def sliced_items(
         if row is None or row[0] == CODEC:
             return {}
     whole = bytes(items[base])  # the same object when it is bytes already
+    index = LineIndex(whole)
     out: dict[str, bytes] = {}
     for sha in todo:
-        packed = None if sha == base else encode(whole, items[sha])
+        packed = None if sha == base else encode(whole, items[sha], index)
         if packed is not None:
             out[sha] = packed
     return out
