@@ -6,6 +6,7 @@ import sqlite3
 
 import orjson
 
+from ctxpack.archive import slices
 from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha
 from ctxpack.archive.packing import unpack
 
@@ -37,7 +38,8 @@ def _blob_problems(conn: sqlite3.Connection) -> list[str]:
         if of is not None and of != base_sha:
             base_sha, (base, why) = of, _whole(conn, of)
         if of is not None and base is None:
-            problems.append(f"blob {ref_of_sha(sha)} is sliced from {ref_of_sha(of)}, which {why}")
+            cut = "sliced from" if codec == slices.CODEC else "a string of"
+            problems.append(f"blob {ref_of_sha(sha)} is {cut} {ref_of_sha(of)}, which {why}")
             continue
         try:
             data = unpack(codec, packed, sha=sha, base=base if of is not None else None)

@@ -240,7 +240,13 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX blobs_base ON blobs(base) WHERE base IS NOT NULL")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+def _v4(conn: sqlite3.Connection) -> None:
+    # Blobs may be stored as a JSON string of their base (codec "string"): no
+    # table changes, but a ctxpack that cannot read them must not open the archive.
+    del conn
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -2,7 +2,8 @@
 
 zlib is fast enough to sit on the compaction path; lzma and raw are read too,
 so a later writer may choose them without a migration. A blob stored as slices
-of another (slices.CODEC) is read back from that one's bytes."""
+of another (slices.CODEC), or as one of its JSON strings (strings.CODEC), is
+read back from that one's bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import sqlite3
 import zlib
 
-from ctxpack.archive import slices
+from ctxpack.archive import slices, strings
 from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha
 from ctxpack.refs import Blob, sha256_hex, stretches_of
 
@@ -111,12 +112,14 @@ def unpack(codec: str, packed: bytes, *, sha: str, base: bytes | None = None) ->
     """Decompress and verify the hash; any mismatch is corruption, never silence.
     `base`: the whole bytes of the blob a sliced blob is cut from."""
     try:
-        if codec == slices.CODEC:
+        if codec in (slices.CODEC, strings.CODEC):
             if base is None:
+                form = "slices" if codec == slices.CODEC else "a string"
                 raise ArchiveCorrupt(
-                    f"blob {ref_of_sha(sha)} is stored as slices of a missing blob"
+                    f"blob {ref_of_sha(sha)} is stored as {form} of a missing blob"
                 )
-            data = slices.decode(packed, base)
+            decode = slices.decode if codec == slices.CODEC else strings.decode
+            data = decode(packed, base)
         elif codec == "zlib":
             data = zlib.decompress(packed)
         elif codec == "lzma":

@@ -188,24 +188,29 @@ def encode(base: bytes, data: Blob, index: LineIndex | None = None) -> bytes | N
     return packer.compress(table.tobytes()) + packer.compress(found.literals) + packer.flush()
 
 
-def sliced_items(
+def usable_base(
     conn: sqlite3.Connection, items: dict[str, Blob], todo: list[str], *, base: str | None
-) -> dict[str, bytes]:
-    """encode() against `base` (one of `items`) of each new item it pays for.
-    A base is always stored whole, so that reading a blob takes at most one other."""
+) -> bytes | None:
+    """The bytes of `base` (one of `items`) when other blobs may be stored as
+    parts of it: it is stored whole, or about to be. A base is never itself
+    stored as parts of another, so that reading a blob takes at most one other."""
     if base is None or base not in items:
-        return {}
-    if not any(len(items[sha]) >= MIN_SIZE for sha in todo if sha != base):
-        return {}
+        return None
     if base not in todo:
-        row = conn.execute("SELECT codec FROM blobs WHERE sha256 = ?", (base,)).fetchone()
-        if row is None or row[0] == CODEC:
-            return {}
-    whole = bytes(items[base])  # the same object when it is bytes already
-    index = LineIndex(whole)
+        row = conn.execute("SELECT base FROM blobs WHERE sha256 = ?", (base,)).fetchone()
+        if row is None or row[0] is not None:
+            return None
+    return bytes(items[base])  # the same object when it is bytes already
+
+
+def sliced_items(items: dict[str, Blob], todo: list[str], *, base: bytes) -> dict[str, bytes]:
+    """encode() against `base` (usable_base) of each new item it pays for."""
+    if not any(len(items[sha]) >= MIN_SIZE for sha in todo):
+        return {}
+    index = LineIndex(base)
     out: dict[str, bytes] = {}
     for sha in todo:
-        packed = None if sha == base else encode(whole, items[sha], index)
+        packed = encode(base, items[sha], index)
         if packed is not None:
             out[sha] = packed
     return out

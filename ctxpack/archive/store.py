@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, Unpack
 
+from ctxpack.archive import slices, strings
 from ctxpack.archive.check import find_problems
 from ctxpack.archive.compaction import OpenCompaction, compaction_writes
 from ctxpack.archive.db import (
@@ -36,7 +37,6 @@ from ctxpack.archive.db import (
 from ctxpack.archive.fts import drop_all
 from ctxpack.archive.lookup import by_output, by_prefix, chunks, compactions
 from ctxpack.archive.packing import BlobRow, Coded, insert_blobs, pack, pack_all, unpack
-from ctxpack.archive.slices import CODEC, sliced_items
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
@@ -210,14 +210,14 @@ class Archive:
             shas = list(items)
             known = self._present(shas)
             todo = [sha for sha in shas if sha not in known]
-            sliced = sliced_items(self._conn, items, todo, base=base)
-            whole = [sha for sha in todo if sha not in sliced]
+            parts = _parts_of_base(self._conn, items, todo, base=base, packed=packed)
+            whole = [sha for sha in todo if sha not in parts]
             rest = [sha for sha in whole if sha not in packed]
             made = dict(zip(rest, pack_all([items[sha] for sha in rest]), strict=True))
             fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = [
                 (sha, *(packed.get(sha) or made[sha]), len(items[sha]), None) for sha in whole
             ]
-            fresh += [(sha, CODEC, data, len(items[sha]), base) for sha, data in sliced.items()]
+            fresh += [(sha, *coded, len(items[sha]), base) for sha, coded in parts.items()]
 
         def write(tx: sqlite3.Connection, now: float) -> None:
             insert_blobs(
@@ -377,3 +377,29 @@ class Archive:
             raw_bytes=int(raw),
             stored_bytes=int(stored),
         )
+
+
+def _parts_of_base(
+    conn: sqlite3.Connection,
+    items: dict[str, Blob],
+    todo: list[str],
+    *,
+    base: str | None,
+    packed: dict[str, Coded],
+) -> dict[str, Coded]:
+    """(codec, data) of each of `todo` stored as parts of `base`: the
+    summarized turns as its slices, a replaced message's text as one of its
+    JSON strings. The others are packed whole."""
+    whole = slices.usable_base(conn, items, todo, base=base)
+    if whole is None:
+        return {}
+    others = [sha for sha in todo if sha != base]
+    parts: dict[str, Coded] = {
+        sha: (slices.CODEC, data)
+        for sha, data in slices.sliced_items(items, others, base=whole).items()
+    }
+    loose = [sha for sha in others if sha not in parts and sha not in packed]
+    parts.update(
+        (sha, (strings.CODEC, data)) for sha, data in strings.located(whole, items, loose).items()
+    )
+    return parts
