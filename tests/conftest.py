@@ -38,6 +38,42 @@ def counter() -> TokenCounter:
     return TokenCounter()
 
 
+@pytest.fixture(scope="session")
+def archived_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A 300 KB JSONL session of real turns, compressed with a small tail into
+    an archive of its own: its source, output and archive."""
+    from typer.testing import CliRunner
+
+    from bench.run import build_input
+    from ctxpack.cli import app
+
+    where = tmp_path_factory.mktemp("archived")
+    source, out, archive = where / "s.jsonl", where / "c.jsonl", where / "a.db"
+    build_input(300_000, source)
+    small_tail = ("--tail-tokens", "2000", "--protect-last", "4")
+    args = ["compress", "--force", "--offline", *small_tail, str(source), "-o", str(out)]
+    done = CliRunner().invoke(app, [*args, "--archive", str(archive)])
+    assert done.exit_code == 0, done.output
+    return {"source": source, "out": out, "archive": archive}
+
+
+def assert_restores_and_checks(archived: dict[str, Path]) -> None:
+    """The archived session's output restores to its source byte for byte, and
+    `archive check` finds no problem (through the CLI)."""
+    from typer.testing import CliRunner
+
+    from ctxpack.cli import app
+
+    runner, archive = CliRunner(), str(archived["archive"])
+    restored = archived["out"].parent / "restored.jsonl"
+    done = runner.invoke(
+        app, ["restore", str(archived["out"]), "-o", str(restored), "--archive", archive]
+    )
+    assert done.exit_code == 0 and restored.read_bytes() == archived["source"].read_bytes()
+    check = runner.invoke(app, ["archive", "check", "--archive", archive])
+    assert check.exit_code == 0 and "no problems" in " ".join(check.stderr.split())
+
+
 @pytest.fixture
 def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any attempt to open a non-loopback connection fails the test."""

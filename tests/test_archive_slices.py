@@ -31,26 +31,19 @@ from ctxpack.archive.store import Archive
 from ctxpack.archive.types import SUMMARIZED_TURNS, Origin, dump_json
 from ctxpack.cli import app
 from ctxpack.refs import LineBlob, ref_for, sha256_hex
-from tests.conftest import TAU_BENCH
+from tests.conftest import TAU_BENCH, assert_restores_and_checks
 from tests.test_mcp import call, server, texts
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
-    """A 300 KB JSONL session of real turns, compressed with an archive."""
-    where = tmp_path_factory.mktemp("slices")
-    source, out, archive = where / "s.jsonl", where / "c.jsonl", where / "a.db"
-    build_input(300_000, source)
-    small_tail = ("--tail-tokens", "2000", "--protect-last", "4")
-    args = ["compress", "--force", "--offline", *small_tail, str(source), "-o", str(out)]
-    done = runner.invoke(app, [*args, "--archive", str(archive)])
-    assert done.exit_code == 0, done.output
-    with Recall.open(archive) as store:
+def compacted(archived_session: dict[str, Path]) -> dict[str, Path | str]:
+    """The archived session (conftest) and the ref of its summarized turns."""
+    with Recall.open(archived_session["archive"]) as store:
         [entry] = store.compactions()
     [turns] = [blob["ref"] for blob in entry["blobs"] if blob["kind"] == SUMMARIZED_TURNS]
-    return {"source": source, "out": out, "archive": archive, "turns": turns}
+    return {**archived_session, "turns": turns}
 
 
 def _row(archive: Path, ref: str) -> tuple[str, int, int, str | None]:
@@ -72,13 +65,7 @@ def test_the_summarized_turns_are_slices_of_the_archived_input(compacted: dict) 
     assert len(shown.stdout_bytes) == size and ref_for(shown.stdout_bytes) == turns
     assert stored * 4 < len(zlib.compress(shown.stdout_bytes, 3))
     assert turns in compacted["out"].read_text(encoding="utf-8")
-    restored = compacted["out"].parent / "restored.jsonl"
-    done = runner.invoke(
-        app, ["restore", str(compacted["out"]), "-o", str(restored), "--archive", str(archive)]
-    )
-    assert done.exit_code == 0 and restored.read_bytes() == source.read_bytes()
-    check = runner.invoke(app, ["archive", "check", "--archive", str(archive)])
-    assert check.exit_code == 0 and "no problems" in " ".join(check.stderr.split())
+    assert_restores_and_checks(compacted)
     log = runner.invoke(app, ["log", "--json", "--archive", str(archive)])
     assert turns in json.loads(log.stdout)[0]["blob_refs"]
 

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import ctxpack.cli.archive  # noqa: F401  (registers the commands)
-from bench.run import build_input
 from ctxpack.archive import strings
 from ctxpack.archive.db import ref_of_sha
 from ctxpack.archive.recall import Recall
@@ -24,21 +23,9 @@ from ctxpack.archive.store import Archive
 from ctxpack.archive.types import SUMMARIZED_TURNS
 from ctxpack.cli import app
 from ctxpack.refs import ref_for, sha256_hex
+from tests.conftest import assert_restores_and_checks
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def compacted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A 300 KB JSONL session of real turns, compressed with an archive."""
-    where = tmp_path_factory.mktemp("strings")
-    source, out, archive = where / "s.jsonl", where / "c.jsonl", where / "a.db"
-    build_input(300_000, source)
-    small_tail = ("--tail-tokens", "2000", "--protect-last", "4")
-    args = ["compress", "--force", "--offline", *small_tail, str(source), "-o", str(out)]
-    done = runner.invoke(app, [*args, "--archive", str(archive)])
-    assert done.exit_code == 0, done.output
-    return {"source": source, "out": out, "archive": archive}
 
 
 def _rows(archive: Path) -> dict[str, tuple[str, int, int, str | None]]:
@@ -47,8 +34,8 @@ def _rows(archive: Path) -> dict[str, tuple[str, int, int, str | None]]:
         return {sha: (codec, size, stored, base) for sha, codec, size, stored, base in rows}
 
 
-def test_replaced_texts_are_strings_of_the_archived_input(compacted: dict) -> None:
-    source, archive = compacted["source"], compacted["archive"]
+def test_replaced_texts_are_strings_of_the_archived_input(archived_session: dict) -> None:
+    source, archive = archived_session["source"], archived_session["archive"]
     input_sha = sha256_hex(source.read_bytes())
     rows = _rows(archive)
     with Recall.open(archive) as store:
@@ -72,18 +59,12 @@ def test_replaced_texts_are_strings_of_the_archived_input(compacted: dict) -> No
     assert shown.exit_code == 0 and ref_for(shown.stdout_bytes) == ref
     with Archive.open(archive, create=False) as store:
         assert store.get_blob(ref) == shown.stdout_bytes
-    restored = compacted["out"].parent / "restored.jsonl"
-    done = runner.invoke(
-        app, ["restore", str(compacted["out"]), "-o", str(restored), "--archive", str(archive)]
-    )
-    assert done.exit_code == 0 and restored.read_bytes() == source.read_bytes()
-    check = runner.invoke(app, ["archive", "check", "--archive", str(archive)])
-    assert check.exit_code == 0 and "no problems" in " ".join(check.stderr.split())
+    assert_restores_and_checks(archived_session)
 
 
-def test_damage_and_a_missing_input_are_reported(compacted: dict, tmp_path: Path) -> None:
+def test_damage_and_a_missing_input_are_reported(archived_session: dict, tmp_path: Path) -> None:
     archive = tmp_path / "a.db"
-    archive.write_bytes(compacted["archive"].read_bytes())
+    archive.write_bytes(archived_session["archive"].read_bytes())
     rows = _rows(archive)
     sha, (_, _, _, base) = next((s, r) for s, r in rows.items() if r[0] == strings.CODEC)
     with sqlite3.connect(archive) as conn:

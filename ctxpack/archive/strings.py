@@ -13,7 +13,7 @@ blob's.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import orjson
 
@@ -28,7 +28,7 @@ WINDOW = 1 << 22
 _LOCATION = struct.Struct("<qq")
 
 
-def located(base: bytes, items: dict[str, Blob], todo: Iterable[str]) -> dict[str, bytes]:
+def located(base: bytes, items: Mapping[str, Blob], todo: Iterable[str]) -> dict[str, bytes]:
     """The location in `base` of each of `todo` that is a JSON string there,
     packed, by sha. A text not found within the window after the last one is
     left out (packed whole by the caller); the searches that find nothing read
