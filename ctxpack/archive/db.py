@@ -276,7 +276,7 @@ def drop_unused(tx: sqlite3.Connection, *, cutoff: float) -> int:
     the caller's write transaction); return how many went."""
     dropped = 0
     while True:
-        # A blob others are sliced from goes once they have gone: the next round.
+        # A blob others are parts of (slices, strings) goes once they have gone: the next round.
         count = tx.execute(
             "DELETE FROM blobs WHERE touched < ?"
             " AND NOT EXISTS (SELECT 1 FROM compactions c WHERE c.input_sha256 = blobs.sha256)"
