@@ -11,7 +11,6 @@ are checked against the blob's sha256 on the way out, like any other blob.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import zlib
 from array import array
@@ -188,23 +187,8 @@ def encode(base: bytes, data: Blob, index: LineIndex | None = None) -> bytes | N
     return packer.compress(table.tobytes()) + packer.compress(found.literals) + packer.flush()
 
 
-def usable_base(
-    conn: sqlite3.Connection, items: dict[str, Blob], todo: list[str], *, base: str | None
-) -> bytes | None:
-    """The bytes of `base` (one of `items`) when other blobs may be stored as
-    parts of it: it is stored whole, or about to be. A base is never itself
-    stored as parts of another, so that reading a blob takes at most one other."""
-    if base is None or base not in items:
-        return None
-    if base not in todo:
-        row = conn.execute("SELECT base FROM blobs WHERE sha256 = ?", (base,)).fetchone()
-        if row is None or row[0] is not None:
-            return None
-    return bytes(items[base])  # the same object when it is bytes already
-
-
 def sliced_items(items: dict[str, Blob], todo: list[str], *, base: bytes) -> dict[str, bytes]:
-    """encode() against `base` (usable_base) of each new item it pays for."""
+    """encode() against `base` (a base parts.py found usable) of each new item it pays for."""
     if not any(len(items[sha]) >= MIN_SIZE for sha in todo):
         return {}
     index = LineIndex(base)

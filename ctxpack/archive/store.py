@@ -19,7 +19,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, Unpack
 
-from ctxpack.archive import slices, strings
 from ctxpack.archive.check import find_problems
 from ctxpack.archive.compaction import OpenCompaction, compaction_writes
 from ctxpack.archive.db import (
@@ -37,6 +36,7 @@ from ctxpack.archive.db import (
 from ctxpack.archive.fts import drop_all
 from ctxpack.archive.lookup import by_output, by_prefix, chunks, compactions
 from ctxpack.archive.packing import BlobRow, Coded, insert_blobs, pack, pack_all, unpack
+from ctxpack.archive.parts import parts_of_base
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
@@ -210,7 +210,7 @@ class Archive:
             shas = list(items)
             known = self._present(shas)
             todo = [sha for sha in shas if sha not in known]
-            parts = _parts_of_base(self._conn, items, todo, base=base, packed=packed)
+            parts = parts_of_base(self._conn, items, todo, base=base, packed=packed)
             whole = [sha for sha in todo if sha not in parts]
             rest = [sha for sha in whole if sha not in packed]
             made = dict(zip(rest, pack_all([items[sha] for sha in rest]), strict=True))
@@ -377,29 +377,3 @@ class Archive:
             raw_bytes=int(raw),
             stored_bytes=int(stored),
         )
-
-
-def _parts_of_base(
-    conn: sqlite3.Connection,
-    items: dict[str, Blob],
-    todo: list[str],
-    *,
-    base: str | None,
-    packed: dict[str, Coded],
-) -> dict[str, Coded]:
-    """(codec, data) of each of `todo` stored as parts of `base`: the
-    summarized turns as its slices, a replaced message's text as one of its
-    JSON strings. The others are packed whole."""
-    whole = slices.usable_base(conn, items, todo, base=base)
-    if whole is None:
-        return {}
-    others = [sha for sha in todo if sha != base]
-    parts: dict[str, Coded] = {
-        sha: (slices.CODEC, data)
-        for sha, data in slices.sliced_items(items, others, base=whole).items()
-    }
-    loose = [sha for sha in others if sha not in parts and sha not in packed]
-    parts.update(
-        (sha, (strings.CODEC, data)) for sha, data in strings.located(whole, items, loose).items()
-    )
-    return parts

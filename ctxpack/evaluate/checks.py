@@ -18,7 +18,7 @@ from ctxpack.toolpairs import Pairing, ToolUse, calls_of, orphans, pair
 from ctxpack.transcript import Message
 
 _PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
-# A quoted user request inside a summary: "> line" (see pipeline._active_request).
+# A quoted user request inside a summary: "> line" (see pipeline.summarizing._active_request).
 _QUOTE_MARK = re.compile(r"^> ?", re.MULTILINE)
 
 

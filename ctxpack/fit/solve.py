@@ -27,12 +27,8 @@ from ctxpack.errors import BudgetError
 from ctxpack.fit.plan import FitPlan
 from ctxpack.fit.rows import rows_of
 from ctxpack.fit.target import FitTarget
-from ctxpack.pipeline.compaction import (
-    CompressSettings,
-    record_prune,
-    redact_output,
-    summarize_messages,
-)
+from ctxpack.pipeline.compaction import CompressSettings, record_prune, redact_output
+from ctxpack.pipeline.summarizing import summarize_messages
 from ctxpack.prune.stage import PruneResult, PruneSettings, prune_messages
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.summarize.protocol import Summarizer
