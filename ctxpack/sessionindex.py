@@ -137,6 +137,15 @@ class SessionIndex:
             orphan_results=known.orphan_results,
         )
 
+    def stages_done(self) -> None:
+        """Let go of what only the stages read: the facts and the other lists
+        paired through the index (the pruned session, whose replaced messages
+        it holds). The archive record, which comes after them, reads the
+        session's own pairing and calls; a long session's facts and pruned
+        copies are a large part of the run's memory."""
+        self.facts = FactMemo()
+        self._versions = []
+
     def call_info(self, index: int) -> CallInfo:
         """What the call that the tool result at `index` answers does; for a
         result that answers no call, what its own tool name says."""

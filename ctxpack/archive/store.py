@@ -224,8 +224,9 @@ class Archive:
                 tx, [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh]
             )
             # A gc may have dropped a blob seen above; store it again (rare).
+            # Only those can be missing: every other one was inserted just now.
             gone: list[BlobRow] = []
-            for sha in set(shas) - self._stored(shas):
+            for sha in known - self._stored(list(known)):
                 codec, packed = pack(items[sha])
                 gone.append((sha, codec, packed, len(items[sha]), now, None))
             insert_blobs(tx, gone, replace=True)

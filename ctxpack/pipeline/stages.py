@@ -74,7 +74,7 @@ class Compress:
         messages = sum(len(session.messages) for session in transcript.sessions)
         if counter.processes < 2 or messages < tokens.PARALLEL_MIN_MESSAGES:
             return _then(lambda: settle(check()))
-        return forked.in_child(check, done=settle)
+        return _in_child(check, done=settle, indexes=indexes)
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,21 @@ class Summarize:
             indexes=indexes,
         )
         return _compacted(result, report, self.settings, indexes=indexes)
+
+
+@contextlib.contextmanager
+def _in_child(
+    check: Callable[[], Any], *, done: Callable[[Any], None], indexes: list[SessionIndex] | None
+) -> Iterator[None]:
+    """forked.in_child(check, done=done); once the child has the indexes as
+    they are, this process lets go of what only the stages read (a child that
+    fails is checked here, finding the facts again)."""
+    forks = forked.can_fork()
+    with forked.in_child(check, done=done):
+        if forks:
+            for index in indexes or []:
+                index.stages_done()
+        yield
 
 
 @contextlib.contextmanager
