@@ -149,7 +149,12 @@ def result_flagged_error(msg: Message) -> bool:
 def result_failed(output: str, *, flagged: bool = False) -> bool:
     """Whether a tool result failed: its error flag, a non-zero exit code, a
     JSON error, an output that opens with an error, or failed tests."""
-    return _failed(output, code=exit_code(output), value=_json(output), flagged=flagged)
+    return failed_with_code(output, code=exit_code(output), flagged=flagged)
+
+
+def failed_with_code(output: str, *, code: int | None, flagged: bool = False) -> bool:
+    """result_failed, for a caller that has read the exit code already."""
+    return _failed(output, code=code, value=_json(output), flagged=flagged)
 
 
 def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
@@ -276,11 +281,18 @@ def _unwrap(output: str, value: Any) -> str:
     cut = text.find(_CODEX_OUTPUT, 0, 600)
     if cut >= 0 and _CODEX_HEADER.match(text[:cut]):
         text = text[cut + len(_CODEX_OUTPUT) :]
-    text = _CLAUDE_EXIT.sub("", text)
-    text = _OPENHANDS_SUFFIX.sub("", text)
-    text = _SWE_FOOTER.sub("", text)
-    text = _REMINDER.sub("\n", text)
-    text = _ERROR_TAG.sub("", text)
+    # Each wrapper is looked for only where its words are: a regex without a
+    # fixed start tries every position of the output.
+    if text.startswith("Exit code"):
+        text = _CLAUDE_EXIT.sub("", text)
+    if "[The command " in text:
+        text = _OPENHANDS_SUFFIX.sub("", text)
+    if "(Open file: " in text:
+        text = _SWE_FOOTER.sub("", text)
+    if "<system-reminder>" in text:
+        text = _REMINDER.sub("\n", text)
+    if "tool_use_error>" in text:
+        text = _ERROR_TAG.sub("", text)
     return text.replace("\r\n", "\n").strip("\n")
 
 

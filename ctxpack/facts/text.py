@@ -28,6 +28,10 @@ _UUID_RE = re.compile(
 # digits; a UUID starts with a run of 8. Runs are found on a view of the text
 # with every hex digit as "x".
 _HEX_VIEW = bytes(ord("x") if chr(i) in string.hexdigits else ord(" ") for i in range(256))
+# With every ASCII digit as "0" and each dot kept.
+_DOTTED_VIEW = bytes(
+    ord("0") if chr(i) in string.digits else i if i == ord(".") else 32 for i in range(256)
+)
 _HEX_BEFORE = re.compile(r"[\w#-]")
 _HEX_AFTER = re.compile(r"[\w-]")
 # Versions: v1.2, 1.2.3, 3.11.4rc1; not a dotted quad (an IP address) nor part
@@ -125,6 +129,10 @@ def command_fact(command: str) -> str:
 
 def versions_in(text: str) -> list[str]:
     if "." not in text:
+        return []
+    # Every version has a digit, a dot and a digit in a row; most texts with
+    # dots have none (only ASCII is looked at so: \d is any Unicode digit).
+    if text.isascii() and b"0.0" not in byte_view(text, _DOTTED_VIEW):
         return []
     return dedupe(mt.group(0) for mt in _VERSION_RE.finditer(text))
 

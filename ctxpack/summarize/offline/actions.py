@@ -16,7 +16,7 @@ from ctxpack.redact import mask
 from ctxpack.tooloutput import (
     error_lines,
     exit_code,
-    result_failed,
+    failed_with_code,
     result_flagged_error,
     still_running,
     test_summary,
@@ -194,7 +194,7 @@ def make_action(
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
     tests = test_summary(out) if kind == "run" else None
-    failed = bool(outputs) and result_failed(out, flagged=flagged)
+    failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
     # A pruned output's stand-in quotes the original's last error line.
     quoted = quoted_error(out) if failed else None
     errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
