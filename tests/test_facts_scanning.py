@@ -10,12 +10,13 @@ import time
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import formats
+from ctxpack import formats, tooloutput
 from ctxpack import messages as m
 from ctxpack.facts.extract import extract_facts, preserved_facts_section
 from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
 from ctxpack.facts.paths import clean_path, looks_like_path, paths_in_text
-from ctxpack.facts.text import identifiers_in, values_in
+from ctxpack.facts.text import identifiers_in, values_in, versions_in
+from ctxpack.prune import shown
 from ctxpack.redact import PATTERNS, mask
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import clip
@@ -79,6 +80,45 @@ def plain_mask(text: str) -> str:
     return text
 
 
+VERSION = re.compile(
+    r"(?<![\w.])(?:v\d+(?:\.\d+){1,3}|\d+\.\d+\.\d+)(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?"
+    r"(?![\w]|\.\d)"
+)
+
+
+def plain_informative_line(body: str, *, prefer_error: bool) -> str:
+    """The last line each pattern matches, in the order of preference: each
+    line searched on its own."""
+    lines = shown.nonblank_lines(body)[-200:]
+    if not lines:
+        return ""
+    strong, weak, summary = (
+        shown._QUOTE_STRONG,
+        shown._QUOTE_WEAK,
+        shown._QUOTE_SUMMARY,
+    )
+    for pattern in (strong, weak, summary) if prefer_error else (summary, strong, weak):
+        for line in reversed(lines):
+            if pattern.search(line) and not set(line.strip()) <= set("=-_*#~+ "):
+                return shown._quote(line)
+    return shown._quote(lines[-1])
+
+
+def plain_unwrap(text: str) -> str:
+    """Every agent wrapper's pattern tried on the text, without the word checks."""
+    cut = text.find("\nOutput:\n", 0, 600)
+    if cut >= 0 and tooloutput._CODEX_HEADER.match(text[:cut]):
+        text = text[cut + len("\nOutput:\n") :]
+    for pattern in (
+        tooloutput._CLAUDE_EXIT,
+        tooloutput._OPENHANDS_SUFFIX,
+        tooloutput._SWE_FOOTER,
+    ):
+        text = pattern.sub("", text)
+    text = tooloutput._ERROR_TAG.sub("", tooloutput._REMINDER.sub("\n", text))
+    return text.replace("\r\n", "\n").strip("\n")
+
+
 def plain_words(text: str) -> list[str]:
     """The candidate words of paths_in_text when nothing is quoted or linked."""
     found = []
@@ -138,6 +178,36 @@ def test_scanners_match_their_plain_definitions_on_real_text() -> None:
         assert identifiers_in(text) == plain_identifiers(text)
         assert values_in(text) == plain_values(text)
         assert mask(text) == plain_mask(text)
+        assert versions_in(text) == dedupe(mt.group(0) for mt in VERSION.finditer(text))
+        for prefer_error in (True, False):
+            expected = plain_informative_line(text, prefer_error=prefer_error)
+            assert shown.informative_line(text, prefer_error=prefer_error) == expected
+        assert tooloutput._unwrap(text, None) == plain_unwrap(text)
+
+
+# What reading a tool output looks for: versions, the lines worth quoting, the
+# wrappers agents put around an output (odd case folds included).
+OUTPUT_PIECES = [
+    *"0123456789.v -\t\n\r\u2028=#x",
+    *("1.2.3", "v2.0", "rc1", "3.11", "١.٢.٣", "error", "ERROR", "Failed", "FAILED", "fatal"),
+    *("passed", "ok", "OK", "done", "3 tests", "5 total", "5\ttotal", "E  ", "e\t\t", "Ex"),
+    *("! [rejected]", "timeout", "TIMED OUT", "not found", "✓", "✗", "====", "success"),
+    *("Summary", "completed", "Traceback", "panic", "denied", "FooError", "ſ", "ı", "İ", "K"),
+    *("Exit code 1\n", "Exit code: 0\n", "[The command completed with exit code 2.]"),
+    *("[The command has no new output after 30 seconds.]", "(Open file: a.py)\n"),
+    *("(Current directory: /x)\n", "bash-$ ", "<system-reminder>", "</system-reminder>"),
+    *("<tool_use_error>", "</tool_use_error>", "\r\n", "\n\n"),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(OUTPUT_PIECES), max_size=40).map("".join))
+def test_output_readers_match_their_plain_definitions(text: str) -> None:
+    assert versions_in(text) == dedupe(mt.group(0) for mt in VERSION.finditer(text))
+    for prefer_error in (True, False):
+        expected = plain_informative_line(text, prefer_error=prefer_error)
+        assert shown.informative_line(text, prefer_error=prefer_error) == expected
+    assert tooloutput._unwrap(text, None) == plain_unwrap(text)
 
 
 PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~/", "../", "x.js"]

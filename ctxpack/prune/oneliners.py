@@ -15,6 +15,7 @@ from __future__ import annotations
 from ctxpack import tooloutput as outputs
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
+from ctxpack.prune import shown
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 PRUNED_PREFIX = "[ctxpack pruned]"
@@ -97,9 +98,9 @@ def _status(facts: outputs.OutputFacts) -> str:
 
 def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
     if call.family in (Family.READ, Family.WRITE):
-        return outputs.read_span(facts.body)
+        return shown.read_span(facts.body)
     if call.family is Family.SEARCH:
-        found = outputs.match_count(facts)
+        found = shown.match_count(facts)
         if found is None:
             return ""
         count, noun = found
@@ -111,7 +112,7 @@ def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
             noun = "file" if noun == "files" else "match"
         return f"{count:,} {noun}" + ("" if count == 1 else "es" if noun == "match" else "s")
     if call.family is Family.OTHER and facts.json_value is not None:
-        return outputs.json_shape(facts.json_value)
+        return shown.json_shape(facts.json_value)
     return ""
 
 
@@ -136,17 +137,17 @@ def _quote(call: CallInfo, facts: outputs.OutputFacts) -> tuple[str, str]:
     """Which line to keep, and how to introduce it."""
     body = facts.body
     if _json_error(facts):
-        return "error", outputs.first_line(_json_error(facts))
+        return "error", shown.first_line(_json_error(facts))
     if facts.error and call.family is not Family.COMMAND:
-        return "error", outputs.first_line(body)
+        return "error", shown.first_line(body)
     if call.family is Family.COMMAND:
-        return "last", outputs.informative_line(body, prefer_error=facts.error)
+        return "last", shown.informative_line(body, prefer_error=facts.error)
     if call.family is Family.WRITE and call.paths:
         return "", ""
     if call.family in (Family.WRITE, Family.WEB, Family.AGENT):
-        return "first", outputs.first_line(body)
+        return "first", shown.first_line(body)
     if call.family is Family.OTHER and facts.json_value is None:
-        return "first", outputs.first_line(body)
+        return "first", shown.first_line(body)
     return "", ""
 
 
