@@ -4,10 +4,11 @@ preserved-facts section and the retention check."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from ctxpack import formats, tooloutput
@@ -196,7 +197,23 @@ OUTPUT_PIECES = [
     *("Exit code 1\n", "Exit code: 0\n", "[The command completed with exit code 2.]"),
     *("[The command has no new output after 30 seconds.]", "(Open file: a.py)\n"),
     *("(Current directory: /x)\n", "bash-$ ", "<system-reminder>", "</system-reminder>"),
-    *("<tool_use_error>", "</tool_use_error>", "\r\n", "\n\n"),
+    *("<tool_use_error>", "</tool_use_error>", "\r\n", "\n\n", "successful", "Ⅰok", "ǅ"),
+]
+JSON_PIECES = [
+    *"{}[]:, \n",
+    *(
+        '"a"',
+        '"\\ud800"',
+        '"é"',
+        "1",
+        "-0",
+        "1.5",
+        "1e400",
+        "12345678901234567890",
+        "123456789012345678901234",
+        "NaN",
+    ),
+    *("true", "null", '"a":', '{"a":1}', "[" * 30, "]" * 30),
 ]
 
 
@@ -208,6 +225,25 @@ def test_output_readers_match_their_plain_definitions(text: str) -> None:
         expected = plain_informative_line(text, prefer_error=prefer_error)
         assert shown.informative_line(text, prefer_error=prefer_error) == expected
     assert tooloutput._unwrap(text, None) == plain_unwrap(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(JSON_PIECES), max_size=30).map("".join))
+@example("[123456789012345678901234]")
+@example('{"a": NaN, "b": 1e400}')
+@example('{"a": 1, "a": [2, 2.5, "\\ud800", -0]}')
+@example("[" * 3000 + "]" * 3000)
+@example(' {"a": 1} x')
+def test_an_output_is_parsed_as_the_standard_library_parses_it(text: str) -> None:
+    try:
+        expected = json.loads(text.strip())
+    except (ValueError, RecursionError):
+        expected = None
+    if not text.strip()[:1] or text.strip()[0] not in "[{":
+        expected = None
+    found = tooloutput._json(text)
+    assert repr(found) == repr(expected)
+    assert type(found) is type(expected)
 
 
 PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~/", "../", "x.js"]

@@ -36,13 +36,15 @@ _QUOTE_SUMMARY = re.compile(
     r"\bcompleted?\b|\d\s+total\b|\bsummary\b|\d+ tests?\b|✓|✗)",
     re.IGNORECASE,
 )
-# Words a line holds, folded, wherever the pattern matches it (a line the
-# strong pattern matches for opening with "E" and spaces begins with "e").
+# What a line holds, folded, wherever the pattern matches it: its words,
+# bounded where the pattern bounds them (a line the strong pattern matches for
+# opening with "E" and spaces begins with "e").
 _QUOTE_HINTS = {
     _QUOTE_STRONG: re.compile(r"error|exception|fatal|fail|panic|traceback|\[rejected\]|^e", re.M),
     _QUOTE_WEAK: re.compile(_QUOTE_WEAK.pattern),
     _QUOTE_SUMMARY: re.compile(
-        r"passed|failed|succeeded|success|ok|done|finished|complete|total|summary|test|✓|✗"
+        r"\b(?:passed|failed|succeeded|ok|done|finished|completed?|summary)\b"
+        r"|\bsuccess|total\b|tests?\b|✓|✗"
     ),
 }
 # A line made only of these is a rule, never quoted.
