@@ -375,12 +375,32 @@ def test_the_retention_check_in_a_child_gives_what_it_gives_here(
     from ctxpack.pipeline import stages
     from ctxpack.pipeline.compaction import CompressSettings
     from ctxpack.pipeline.run import FileJob, run_file
+    from ctxpack.sessionindex import SessionIndex
 
     source = _tau_jsonl(tmp_path)
     stage = stages.Compress(CompressSettings(force=True), min_retention=gate)
     done: dict[str, Any] = {}
-    for where, minimum in (("child", 0), ("here", 10**9)):
+    parent, measure = os.getpid(), stages.measure_retention
+    released: list[str] = []
+    let_go = SessionIndex.stages_done
+
+    def stages_done(index: SessionIndex) -> None:
+        released.append(where)
+        let_go(index)
+
+    monkeypatch.setattr(SessionIndex, "stages_done", stages_done)
+
+    def fails_in_a_child(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            raise RuntimeError("the child dies")
+        return measure(*args, **kwargs)
+
+    # A child that dies leaves the check to the parent, which has let go of
+    # the facts the stages found: it finds them again, to the same report.
+    for where, minimum in (("child", 0), ("here", 10**9), ("child fails", 0)):
         monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", minimum)
+        if where == "child fails":
+            monkeypatch.setattr(stages, "measure_retention", fails_in_a_child)
         out = tmp_path / f"{where}.jsonl"
         job = FileJob(source=str(source), output=str(out), archive_path=str(tmp_path / "a.db"))
         try:
@@ -393,7 +413,8 @@ def test_the_retention_check_in_a_child_gives_what_it_gives_here(
         retention = report.sessions[0].retention
         assert retention is not None and retention["found"]["overall"] > 0
         done[where] = (out.read_bytes(), report.to_dict() | {"output": None})
-    assert done["child"] == done["here"]
+    assert done["child"] == done["here"] == done["child fails"]
+    assert released == ["child", "child fails"]
     assert isinstance(done["here"], str) == (gate is not None)
 
 
