@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ctxpack.facts.match import collapse, folded
 from ctxpack.formats import jsoncodec
 from ctxpack.transcript import Message
@@ -237,13 +235,11 @@ def _json(output: str) -> Any:
     stripped = output.strip()
     if not stripped or stripped[0] not in "[{":
         return None
-    # orjson reads what it accepts to the values the standard library reads,
-    # many times faster, except integers of 19+ digits, which it may round.
-    # What it refuses (NaN, a lone surrogate, deep nesting) goes the slow way.
-    raw = stripped.encode("utf-8", "surrogatepass")
-    if not jsoncodec.has_long_digits(raw):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return orjson.loads(raw)
+    # jsoncodec reads JSON to the standard library's values, mostly with
+    # orjson; what it refuses and the standard library reads (NaN, Infinity,
+    # a lone surrogate) is read here the slow way.
+    with contextlib.suppress(jsoncodec.JSONError):
+        return jsoncodec.loads(stripped.encode("utf-8", "surrogatepass"))
     try:
         return json.loads(stripped)
     except (ValueError, RecursionError):
