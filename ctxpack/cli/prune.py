@@ -60,8 +60,8 @@ def prune(
     shrink huge tool arguments — no LLM. The protected head and tail stay verbatim;
     message count, order, roles and tool-call ids never change."""
     from ctxpack.cli.render import warn
+    from ctxpack.pipeline.pruning import Prune
     from ctxpack.pipeline.run import run_file
-    from ctxpack.pipeline.stages import Prune
     from ctxpack.prune.stage import PruneSettings
 
     if json_out and output == files.STDIO:

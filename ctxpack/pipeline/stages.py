@@ -1,4 +1,5 @@
-"""What each command does to a transcript between reading and writing it."""
+"""What the compacting commands (compress, summarize, update) do to a transcript
+between reading and writing it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from ctxpack.evaluate.retention import EvalReport, evaluate, retention_summary
 from ctxpack.pipeline.archiving import settings_record
 from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import Staged
-from ctxpack.prune.stage import PruneResult, PruneSettings, prune_transcript, totals
 from ctxpack.report import CompressReport, SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.tokens import counter as tokens
@@ -161,34 +161,6 @@ def compact(
         prefix = cache_prefix(before.messages, after.messages, counter=counter)
         session.cache_prefix_messages, session.cache_prefix_tokens = prefix.messages, prefix.tokens
     return result, report
-
-
-@dataclass
-class PruneReport:
-    original: Transcript
-    results: list[PruneResult]
-    warnings: list[str]
-
-
-@dataclass(frozen=True)
-class Prune:
-    """`ctxpack prune`: stage 1 alone."""
-
-    settings: PruneSettings
-
-    def __call__(self, transcript: Transcript, *, counter: TokenCounter) -> Staged[PruneReport]:
-        pruned, results = prune_transcript(transcript, counter=counter, settings=self.settings)
-        report = PruneReport(original=transcript, results=results, warnings=[])
-        return Staged(
-            result=pruned,
-            report=report,
-            warnings=report.warnings,
-            archive_settings={
-                "min_savings": self.settings.min_savings,
-                **vars(self.settings.budget),
-            },
-            archive_report=lambda: {"command": "prune", **totals(results)},
-        )
 
 
 def _compacted(
