@@ -7,6 +7,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 from typing import NoReturn
 
 from ctxpack import files
@@ -35,19 +36,18 @@ def _leave(code: str | int | None) -> NoReturn:
     object: the operating system takes a process's memory back at once, while
     the interpreter's teardown (the tokenizer's tables alone, 60 ms; every
     module's objects) only delays the prompt. Exit hooks still run, and the
-    standard streams are flushed; a stream that cannot be, or an exit code
-    that is not a number, takes Python's own way out."""
+    standard streams are flushed. A thread still running (Python waits for
+    it), a stream that cannot be flushed or an exit code that is not a number
+    takes Python's own way out."""
+    if threading.active_count() > 1 or not isinstance(code, int | None):
+        sys.exit(code)
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)
-    if code is None:
-        os._exit(0)
-    if isinstance(code, int):
-        os._exit(code)
-    sys.exit(code)
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":
