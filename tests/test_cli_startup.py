@@ -1,4 +1,5 @@
-"""A run loads only the command it names; help still lists every command."""
+"""A run loads only the command it names, and ends without taking the
+interpreter apart, losing nothing; help still lists every command."""
 
 from __future__ import annotations
 
@@ -116,3 +117,54 @@ def test_a_small_call_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
         )
         == set()
     )
+
+
+def test_a_prune_run_loads_none_of_the_compaction_stages() -> None:
+    path = str(FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl")
+    compaction = ("ctxpack.pipeline.stages", "ctxpack.evaluate", "ctxpack.engines")
+    assert _loaded_after(["prune", "--dry-run", path], compaction) == set()
+    assert _loaded_after(
+        ["compress", "--offline", "--force", "--no-archive", "-o", "-", path],
+        ("ctxpack.pipeline.stages",),
+    ) == {"ctxpack.pipeline.stages"}
+
+
+def _entry(code: str) -> subprocess.CompletedProcess[str]:
+    """`code`, then the entry point `ctxpack` runs, in a process of its own."""
+    script = f"import sys\n{code}\nfrom ctxpack.__main__ import main\nmain()\n"
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+
+def test_the_entry_point_writes_everything_and_exits_with_the_command_code() -> None:
+    path = str(FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl")
+    argv = f"sys.argv = ['ctxpack', 'prune', '--dry-run', '--json', {path!r}]"
+    whole = _entry(argv)
+    assert whole.returncode == 0
+    # The command line itself, ended by Python's own exit.
+    reference = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{argv}\nfrom ctxpack.cli import main\nmain()\n"],
+        capture_output=True,
+        text=True,
+    )
+    assert reference.returncode == 0
+    assert whole.stdout == reference.stdout and whole.stdout.endswith("\n")
+    missing = _entry("sys.argv = ['ctxpack', 'count', '/no/such/session.jsonl']")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr.startswith("error: /no/such/session.jsonl")
+    assert _entry("sys.argv = ['ctxpack', 'count', '--no-such-option']").returncode == 2
+
+
+def test_the_entry_point_runs_exit_hooks_and_waits_for_a_running_thread() -> None:
+    hooked = _entry(
+        "import atexit\n"
+        "atexit.register(lambda: print('hook ran', flush=True))\n"
+        "sys.argv = ['ctxpack', '--version']"
+    )
+    assert (hooked.returncode, hooked.stdout.split("\n")[1:]) == (0, ["hook ran", ""])
+    # A thread still running is waited for, as Python's own exit does.
+    threaded = _entry(
+        "import threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        "sys.argv = ['ctxpack', '--version']"
+    )
+    assert threaded.returncode == 0 and threaded.stdout.endswith("thread done\n")
