@@ -110,9 +110,8 @@ def _in_child(
     """forked.in_child(check, done=done); once the child has the indexes as
     they are, this process lets go of what only the stages read (a child that
     fails is checked here, finding the facts again)."""
-    forks = forked.can_fork()
-    with forked.in_child(check, done=done):
-        if forks:
+    with forked.in_child(check, done=done) as started:
+        if started:
             for index in indexes or []:
                 index.stages_done()
         yield

@@ -117,18 +117,19 @@ def in_background(
         yield
 
 
-def started(
-    func: Callable[[], T], *, background: bool = False
-) -> contextlib.AbstractContextManager[Callable[[], T]]:
+@contextlib.contextmanager
+def started(func: Callable[[], T], *, background: bool = False) -> Iterator[Callable[[], T]]:
     """func() started now in a child; the body gets a function that waits
     for its result (func runs here when no child delivers it). Leaving the
     block kills a child not waited for. `background`: the child runs at the
     lowest priority, on the time the cores have spare."""
-    return _started(func, nice=19 if background else 0)
+    with _started(func, nice=19 if background else 0) as (result, _):
+        yield result
 
 
 @contextlib.contextmanager
-def _started(func: Callable[[], T], *, nice: int) -> Iterator[Callable[[], T]]:
+def _started(func: Callable[[], T], *, nice: int) -> Iterator[tuple[Callable[[], T], bool]]:
+    """(a function that waits for func's result, whether a child runs func)."""
     child = _spawn(lambda _: func(), [None], 0, 1, nice=nice) if can_fork() else None
     found: list[T] = []
 
@@ -141,19 +142,20 @@ def _started(func: Callable[[], T], *, nice: int) -> Iterator[Callable[[], T]]:
         return found[0]
 
     try:
-        yield result
+        yield result, child is not None
     finally:
         if child is not None:
             _abandon(*child)
 
 
 @contextlib.contextmanager
-def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterator[None]:
+def in_child(func: Callable[[], Any], *, done: Callable[[Any], None]) -> Iterator[bool]:
     """func() in one child while the body of the with-block runs here; then
-    its result to done. Without a child (no fork, or it failed) func runs here
-    after the body. If the body raises, the child is killed and done is not called."""
-    with _started(func, nice=0) as result:
-        yield
+    its result to done. The body is told whether a child was started. Without
+    one (no fork, or it failed) func runs here after the body. If the body
+    raises, the child is killed and done is not called."""
+    with _started(func, nice=0) as (result, forked):
+        yield forked
         done(result())
 
 
