@@ -11,14 +11,17 @@ import sqlite3
 import stat
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from ctxpack.archive import db as archive_db
 from ctxpack.archive import packing
+from ctxpack.archive import store as archive_store
 from ctxpack.archive.compaction import OpenCompaction
 from ctxpack.archive.db import (
     SCHEMA_VERSION,
@@ -33,7 +36,10 @@ from ctxpack.archive.store import Archive
 from ctxpack.archive.types import join_appended, parse_age
 from ctxpack.errors import CtxpackError, UsageError
 from ctxpack.refs import ref_for
+from ctxpack.tokens import forked
 from tests.conftest import FIXTURES
+
+DEMO = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())
 MARKER = b'{"role":"user","content":"[ctxpack] earlier turns were compacted: %s"}\n'
@@ -494,31 +500,80 @@ def _begin(store: Archive, data: bytes) -> tuple[OpenCompaction, bytes]:
     return opened, output
 
 
-def test_an_open_compaction_is_stored_with_its_report_when_committed(tmp_path: Path) -> None:
+def _texts_of(data: bytes) -> list[bytes]:
+    """Strings of a JSONL transcript long enough to be stored as its parts."""
+    found: list[bytes] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and len(value) >= 200:
+            found.append(value.encode())
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for line in data.splitlines():
+        walk(orjson.loads(line))
+    return found
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["packed-here", "packed-in-a-child"])
+def test_an_open_compaction_is_stored_with_its_report_when_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
+) -> None:
     db = tmp_path / "archive.db"
-    data = FIXTURE_FILES[0].read_bytes()
+    data = DEMO.read_bytes()
+    output, simulated = simulate_compaction(data)
+    # Texts of the input come first, in its order, as a run's replaced texts do.
+    blobs = [*list(dict.fromkeys(_texts_of(data)))[:30], *simulated]
+    # Where the new blobs were packed: the pid that packed them, when a child did.
+    packers: list[int] = []
+    real = forked.started
+
+    @contextlib.contextmanager
+    def started(func: Callable[[], Any], **kwargs: Any) -> Iterator[Callable[[], Any]]:
+        with real(lambda: (os.getpid(), func()), **kwargs) as result:
+
+            def value() -> Any:
+                pid, found = result()
+                packers.append(pid)
+                return found
+
+            yield value
+
+    monkeypatch.setattr(forked, "started", started)
+    if beside:
+        monkeypatch.setattr(archive_store, "PACK_BESIDE_MIN_BYTES", len(data))
+    parts = {"source_path": "s", "input_bytes": data, "output_bytes": output, "settings": {}}
     with Archive.open(str(db)) as store:
-        opened, output = _begin(store, data)
+        opened = store.begin_compaction(blobs=blobs, **parts)  # type: ignore[arg-type]
         # Another process sees nothing of it before the commit.
         assert _count(db, "compactions") == 0
         opened.commit({"tokens_after": 200})
         assert store.restore(output) == data
         (found,) = store.log()
         assert found.id == opened.id and found.report == {"tokens_after": 200}
+        assert all(store.get_blob(sha(blob)) == blob for blob in blobs)
+    assert len(packers) == beside and os.getpid() not in packers
     # Stored as record_compaction stores it, to the byte.
     twin = tmp_path / "twin.db"
     with Archive.open(str(twin)) as store:
         put_report = store.record_compaction(
-            source_path="s",
-            input_bytes=data,
-            output_bytes=output,
-            blobs=simulate_compaction(data)[1],
-            settings={},
+            blobs=blobs,
             report={"tokens_after": 200},
+            **parts,  # type: ignore[arg-type]
         )
     assert put_report == opened.id
-    rows = "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position"
-    assert sql(db).execute(rows).fetchall() == sql(twin).execute(rows).fetchall()
+    for rows in (
+        "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position",
+        "SELECT sha256, codec, data, size, base FROM blobs ORDER BY sha256",
+    ):
+        assert sql(db).execute(rows).fetchall() == sql(twin).execute(rows).fetchall()
+    # Its middle is stored as slices of the input, its texts as the input's strings.
+    codecs = "SELECT codec, count(*) FROM blobs GROUP BY codec ORDER BY codec"
+    assert dict(sql(db).execute(codecs).fetchall()) == {"slices": 1, "string": 30, "zlib": 4}
 
 
 def test_an_open_compaction_rolled_back_stores_nothing(tmp_path: Path) -> None:
@@ -611,7 +666,7 @@ def test_an_input_packed_ahead_is_stored_as_it_is_packed_when_stored(
         return real(items)
 
     with monkeypatch.context() as patched:
-        patched.setattr("ctxpack.archive.store.pack_all", pack_all)
+        patched.setattr("ctxpack.archive.writing.pack_all", pack_all)
         with Archive.open(str(tmp_path / "ahead.db")) as store:
             ahead = store.record_compaction(report={}, input_packed=packed, **parts)
             assert store.restore(output) == data

@@ -12,7 +12,7 @@ from ctxpack.archive.packing import Coded
 from ctxpack.refs import Blob
 
 
-def _usable_base(
+def usable_base(
     conn: sqlite3.Connection, items: dict[str, Blob], todo: list[str], *, base: str | None
 ) -> bytes | None:
     """The bytes of `base` (one of `items`) when other blobs may be stored as
@@ -28,17 +28,17 @@ def _usable_base(
 
 
 def parts_of_base(
-    conn: sqlite3.Connection,
+    whole: bytes | None,
     items: dict[str, Blob],
     todo: list[str],
     *,
     base: str | None,
     packed: dict[str, Coded],
 ) -> dict[str, Coded]:
-    """(codec, data) of each of `todo` stored as parts of `base`: the
-    summarized turns as its slices, a replaced message's text as one of its
-    JSON strings. The others are packed whole."""
-    whole = _usable_base(conn, items, todo, base=base)
+    """(codec, data) of each of `todo` stored as parts of `base`, whose bytes
+    are `whole` (usable_base's): the summarized turns as its slices, a
+    replaced message's text as one of its JSON strings. The others are
+    packed whole. Reads no archive: it may run in a child process."""
     if whole is None:
         return {}
     others = [sha for sha in todo if sha != base]

@@ -13,7 +13,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -34,9 +34,8 @@ from ctxpack.archive.db import (
     write_tx,
 )
 from ctxpack.archive.fts import drop_all
-from ctxpack.archive.lookup import by_output, by_prefix, chunks, compactions
-from ctxpack.archive.packing import BlobRow, Coded, insert_blobs, pack, pack_all, unpack
-from ctxpack.archive.parts import parts_of_base
+from ctxpack.archive.lookup import by_output, by_prefix, compactions
+from ctxpack.archive.packing import Coded, unpack
 from ctxpack.archive.types import (
     ArchiveStats,
     Compaction,
@@ -44,8 +43,14 @@ from ctxpack.archive.types import (
     dump_json,
     join_appended,
 )
+from ctxpack.archive.writing import BlobWrites, Write, stored_shas
 from ctxpack.errors import UsageError
 from ctxpack.refs import REF_PREFIX, Blob, sha256_hex
+from ctxpack.tokens import forked
+
+# From an input this large, begin_compaction packs the new blobs in a child
+# process: below it, the fork costs more than the overlap saves.
+PACK_BESIDE_MIN_BYTES = 8 << 20
 
 
 class Archive:
@@ -57,7 +62,7 @@ class Archive:
         self._last_base: tuple[str, bytes] = ("", b"")
         # Inside grouped(): the writes waiting for the group's one transaction,
         # and the blobs they store.
-        self._waiting: list[Callable[[sqlite3.Connection, float], None]] | None = None
+        self._waiting: list[Write] | None = None
         self._waiting_shas: set[str] = set()
 
     @classmethod
@@ -165,19 +170,12 @@ class Archive:
         return self._stored(shas) | self._waiting_shas.intersection(shas)
 
     def _stored(self, shas: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for chunk in chunks(shas):
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", tuple(chunk)
-            )
-            found.update(r[0] for r in rows)
-        return found
+        return stored_shas(self._conn, shas)
 
     def _store(
         self,
         items: dict[str, Blob],
-        then: Callable[[sqlite3.Connection, float], None] | None = None,
+        then: Write | None = None,
         *,
         base: str | None = None,
         cited: bool = False,
@@ -196,52 +194,25 @@ class Archive:
     def _writes(
         self,
         items: dict[str, Blob],
-        then: Callable[[sqlite3.Connection, float], None] | None,
+        then: Write | None,
         *,
         base: str | None,
         cited: bool,
         packed: dict[str, Coded],
-    ) -> Callable[[sqlite3.Connection, float], None]:
+    ) -> Write:
         """What storing `items` writes, its blobs compressed (and sliced) here,
         outside any transaction, so that other writers wait only for the inserts.
         `cited`: a compaction written in the same transaction cites every item;
         `packed`: (codec, packed bytes) of items packed already, by sha."""
+        writes = self._blob_writes(items, base=base, packed=packed)
+        return writes.inserts(writes.coding(), cited=cited, then=then)
+
+    def _blob_writes(
+        self, items: dict[str, Blob], *, base: str | None, packed: dict[str, Coded]
+    ) -> BlobWrites:
         with translate(self.path):
-            shas = list(items)
-            known = self._present(shas)
-            todo = [sha for sha in shas if sha not in known]
-            parts = parts_of_base(self._conn, items, todo, base=base, packed=packed)
-            whole = [sha for sha in todo if sha not in parts]
-            rest = [sha for sha in whole if sha not in packed]
-            made = dict(zip(rest, pack_all([items[sha] for sha in rest]), strict=True))
-            fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = [
-                (sha, *(packed.get(sha) or made[sha]), len(items[sha]), None) for sha in whole
-            ]
-            fresh += [(sha, *coded, len(items[sha]), base) for sha, coded in parts.items()]
-
-        def write(tx: sqlite3.Connection, now: float) -> None:
-            insert_blobs(
-                tx, [(sha, codec, packed, size, now, of) for sha, codec, packed, size, of in fresh]
-            )
-            # A gc may have dropped a blob seen above; store it again (rare).
-            # Only those can be missing: every other one was inserted just now.
-            gone: list[BlobRow] = []
-            for sha in known - self._stored(list(known)):
-                codec, packed = pack(items[sha])
-                gone.append((sha, codec, packed, len(items[sha]), now, None))
-            insert_blobs(tx, gone, replace=True)
-            # Refreshing the time keeps a re-used blob safe from the next gc.
-            # gc drops only blobs nothing cites: those of a compaction need no
-            # refresh, which would rewrite each whole row (a large input's
-            # packed bytes, on every run that cites it).
-            if not cited:
-                tx.executemany(
-                    "UPDATE blobs SET touched = ? WHERE sha256 = ?", [(now, s) for s in shas]
-                )
-            if then is not None:
-                then(tx, now)
-
-        return write
+            known = self._present(list(items))
+            return BlobWrites.of(self._conn, items, known, base=base, packed=packed)
 
     # compactions
 
@@ -267,15 +238,20 @@ class Archive:
         if self._waiting is not None:
             raise RuntimeError("an open compaction is not part of an archive group")
         cid, input_sha, items, packed, insert = compaction_writes(**parts)
-        write = self._writes(items, None, base=input_sha, cited=True, packed=packed)
+        writes = self._blob_writes(items, base=input_sha, packed=packed)
+        # A large input's new blobs are sliced and packed in a child while
+        # this process writes the compaction's rows (one per replaced message).
+        beside = len(items[input_sha]) >= PACK_BESIDE_MIN_BYTES
         opened = OpenCompaction(self._conn, self.path, cid)
-        with translate(self.path):
+        coding = writes.coding
+        maker = forked.started(coding) if beside else contextlib.nullcontext(coding)
+        with maker as coded, translate(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 now = time.time()
-                write(self._conn, now)
                 # The report is not known yet: the row holds none until the commit.
                 insert(self._conn, now, "{}")
+                writes.inserts(coded(), cited=True)(self._conn, now)
             except BaseException:
                 opened.rollback()
                 raise
