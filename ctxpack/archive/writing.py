@@ -13,9 +13,11 @@ from ctxpack.archive.packing import BlobRow, Coded, insert_blobs, pack, pack_all
 from ctxpack.archive.parts import parts_of_base, usable_base
 from ctxpack.refs import Blob
 
-# The new blobs, packed: those stored as parts of the base, and the others
-# packed whole, each (codec, packed bytes) by sha.
-NewBlobs = tuple[dict[str, Coded], dict[str, Coded]]
+# Each new blob packed, in the order of BlobWrites.new: (codec, packed bytes,
+# whether it is a part of the base), or None for one packed already. By place,
+# not by sha: from a child, a long session's 146,000 shas would come back as
+# new strings beside the ones held here.
+NewBlobs = list[tuple[str, bytes | bytearray, bool] | None]
 Write = Callable[[sqlite3.Connection, float], None]
 
 
@@ -29,6 +31,8 @@ class BlobWrites:
     known: set[str]
     base: str | None
     packed: dict[str, Coded]
+    # The shas of the items not stored yet, in order.
+    new: list[str]
     # The base's bytes when the new blobs may be its parts (usable_base).
     whole: bytes | None
 
@@ -42,30 +46,36 @@ class BlobWrites:
         base: str | None,
         packed: dict[str, Coded],
     ) -> BlobWrites:
-        todo = [sha for sha in items if sha not in known]
-        whole = usable_base(conn, items, todo, base=base)
-        return cls(items=items, known=known, base=base, packed=packed, whole=whole)
+        new = [sha for sha in items if sha not in known]
+        whole = usable_base(conn, items, new, base=base)
+        return cls(items=items, known=known, base=base, packed=packed, new=new, whole=whole)
 
     def coding(self) -> NewBlobs:
         """The new blobs packed. It reads no archive: it may run in a child process."""
-        todo = [sha for sha in self.items if sha not in self.known]
-        parts = parts_of_base(self.whole, self.items, todo, base=self.base, packed=self.packed)
-        rest = [sha for sha in todo if sha not in parts and sha not in self.packed]
-        made = dict(zip(rest, pack_all([self.items[sha] for sha in rest]), strict=True))
-        return parts, made
+        items, new, packed = self.items, self.new, self.packed
+        parts = parts_of_base(self.whole, items, new, base=self.base, packed=packed)
+        rest = [sha for sha in new if sha not in parts and sha not in packed]
+        made = dict(zip(rest, pack_all([items[sha] for sha in rest]), strict=True))
+        return [
+            (*parts[sha], True) if sha in parts else None if sha in packed else (*made[sha], False)
+            for sha in new
+        ]
 
     def inserts(self, coded: NewBlobs, *, cited: bool, then: Write | None = None) -> Write:
         """The inserts of the new blobs as `coded` (what coding made), then
         `then`. `cited`: a compaction written in the same transaction cites
         every item."""
         items, known, packed = self.items, self.known, self.packed
-        parts, made = coded
-        fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = [
-            (sha, *(packed.get(sha) or made[sha]), len(items[sha]), None)
-            for sha in items
-            if sha not in known and sha not in parts
-        ]
-        fresh += [(sha, *part, len(items[sha]), self.base) for sha, part in parts.items()]
+        fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = []
+        parts: list[tuple[str, str, bytes | bytearray, int, str | None]] = []
+        for sha, made in zip(self.new, coded, strict=True):
+            if made is None:
+                fresh.append((sha, *packed[sha], len(items[sha]), None))
+            elif made[2]:
+                parts.append((sha, made[0], made[1], len(items[sha]), self.base))
+            else:
+                fresh.append((sha, made[0], made[1], len(items[sha]), None))
+        fresh += parts
 
         def write(tx: sqlite3.Connection, now: float) -> None:
             insert_blobs(
