@@ -35,11 +35,12 @@ from ctxpack.archive.db import (
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import join_appended, parse_age
 from ctxpack.errors import CtxpackError, UsageError
+from ctxpack.evaluate.checks import strings_in
 from ctxpack.refs import ref_for
 from ctxpack.tokens import forked
 from tests.conftest import FIXTURES
 
-DEMO = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())
 MARKER = b'{"role":"user","content":"[ctxpack] earlier turns were compacted: %s"}\n'
@@ -502,21 +503,12 @@ def _begin(store: Archive, data: bytes) -> tuple[OpenCompaction, bytes]:
 
 def _texts_of(data: bytes) -> list[bytes]:
     """Strings of a JSONL transcript long enough to be stored as its parts."""
-    found: list[bytes] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str) and len(value) >= 200:
-            found.append(value.encode())
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    for line in data.splitlines():
-        walk(orjson.loads(line))
-    return found
+    return [
+        text.encode()
+        for line in data.splitlines()
+        for text in strings_in(orjson.loads(line))
+        if len(text) >= 200
+    ]
 
 
 @pytest.mark.parametrize("beside", [False, True], ids=["packed-here", "packed-in-a-child"])
@@ -524,7 +516,7 @@ def test_an_open_compaction_is_stored_with_its_report_when_committed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
 ) -> None:
     db = tmp_path / "archive.db"
-    data = DEMO.read_bytes()
+    data = HAIKU.read_bytes()
     output, simulated = simulate_compaction(data)
     # Texts of the input come first, in its order, as a run's replaced texts do.
     blobs = [*list(dict.fromkeys(_texts_of(data)))[:30], *simulated]

@@ -35,18 +35,19 @@ def visible_texts(messages: list[Message]) -> Iterator[str]:
         for use in calls_of(msg, index):
             yield use.arguments
             # Decoded strings too: a multi-line command is escaped in the raw JSON.
-            yield from _strings(use.args())
+            yield from strings_in(use.args())
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, in order, however deep."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings_in(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from strings_in(item)
 
 
 def message_key(msg: Message) -> bytes:
