@@ -35,6 +35,17 @@ def read_input(path: str) -> bytes:
         raise InputError(exc.strerror or str(exc), path=path) from None
 
 
+def size_of(path: str) -> int:
+    """The bytes of the file at `path`; 0 for standard input or a path that
+    cannot be read (its run says why)."""
+    if path == STDIO:
+        return 0
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 class MappedFile(mmap.mmap):
     """A regular file mapped read-only, with a descriptor of its own kept
     beside the mapping. `copy` reads a stretch of it with pread: a file

@@ -24,6 +24,8 @@ from ctxpack.pipeline import batch
 from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import FileJob
 from ctxpack.pipeline.stages import Compress
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import encodings
 
 from .conftest import FIXTURES
 
@@ -103,6 +105,35 @@ def test_one_and_two_workers_write_the_same_bytes_and_table(folder: Path, tmp_pa
         runs[jobs] = ({p.name: p.read_bytes() for p in out.iterdir()}, result.stderr)
     assert runs[1] == runs[2]
     assert "batch" in runs[2][1] and f"{len(SOURCES)} file(s)" in runs[2][1]
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["built-before-fork", "built-in-workers"])
+def test_workers_share_the_encoder_the_parent_built_for_a_large_batch(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """4.7 MB in five files, two workers: each would soon build tiktoken's
+    encoder, so the parent builds it once before they fork. Where the
+    Python counter's allowance covers a worker's share, nothing is built first."""
+    monkeypatch.setattr(encodings, "_loaded", {})
+    if not shared:
+        monkeypatch.setattr(tokens, "SMALL_INPUT_CHARS", 10_000_000)
+    seen = tmp_path / "seen"
+    real = batch.compact_file
+
+    def noting(job: FileJob, **kwargs: Any) -> Any:
+        with seen.open("a") as handle:
+            handle.write(f"{os.getpid()} {encodings.built('o200k_base') is not None}\n")
+        return real(job, **kwargs)
+
+    monkeypatch.setattr(batch, "compact_file", noting)
+    result = _compress(folder, tmp_path / "out", tmp_path / "a.db", 2)
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in seen.read_text().splitlines()]
+    assert len(lines) == len(SOURCES)
+    assert str(os.getpid()) not in {pid for pid, _ in lines}
+    # A worker that built its own for an earlier file has it for its next.
+    firsts = {pid: built for pid, built in reversed(lines)}
+    assert set(firsts.values()) == {str(shared)}
 
 
 def _sendback_result() -> None:

@@ -26,7 +26,7 @@ from ctxpack.pipeline.run import (
 )
 from ctxpack.pipeline.stages import Compress
 from ctxpack.report import CompressReport
-from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tokens.counter import TokenCounter, build_before_fork
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Event as EventType
@@ -141,6 +141,17 @@ def _init_worker(stop: EventType) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
+def _encoders_before_fork(jobs: list[FileJob], workers: int) -> None:
+    """The encoders the workers would each build, built once here for all of
+    them (the bytes of a file stand in for the characters it counts)."""
+    sizes: dict[str, int] = {}
+    for job in jobs:
+        if not job.estimate:
+            sizes[job.encoding] = sizes.get(job.encoding, 0) + files.size_of(job.source)
+    for encoding, size in sizes.items():
+        build_before_fork(encoding, chars=size, processes=workers)
+
+
 def _open_archives(archive: bool) -> Archives | None:
     """Where a batch keeps its archives open; None when no job keeps one
     (sqlite is then never imported)."""
@@ -217,6 +228,7 @@ def run_batch(
     # Set on Ctrl-C or --fail-fast: files already handed to a worker but not
     # yet started are skipped instead of written.
     stop = multiprocessing.get_context().Event()
+    _encoders_before_fork(jobs, workers)
     archives = _open_archives(archive)
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(stop,)

@@ -243,6 +243,14 @@ class TokenCounter:
         return sum(counts(msg)[0] for msg in msgs)
 
 
+def build_before_fork(encoding: str, *, chars: int, processes: int) -> None:
+    """Build the encoder here, before `processes` forked processes count about
+    `chars` characters between them, when each would soon build its own: they
+    then share this one and count nothing in Python first."""
+    if chars > processes * SMALL_INPUT_CHARS:
+        get_encoding(encoding)
+
+
 def _estimate(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
