@@ -480,6 +480,40 @@ def test_the_scan_on_several_cores_reads_as_one(
     assert [ask.text for ask in cut.questions] == ["Next step?"]
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_an_estimate_plans_pruning_on_several_cores_as_one_process_does(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """With estimated counts no child counts beside the prune plan, so a long
+    session is planned a stretch per core: the same plan, message for message.
+    An exact count keeps the plan in one process (its children count)."""
+    from ctxpack.align.budget import Budget
+    from ctxpack.prune.stage import PruneSettings, plan_prune
+    from tests.test_facts import CODEX, HAIKU, claude_messages, codex_messages
+
+    sessions = [codex_messages(CODEX), claude_messages(HAIKU), _tau_messages()]
+    spawned = _spawned(monkeypatch)
+    settings = PruneSettings(budget=Budget(tail_tokens=500, protect_last=2, min_tail=2))
+    actions = []
+    for messages in sessions:
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", 10**9)
+        alone = plan_prune(messages, counter=TokenCounter(estimate=True), settings=settings)
+        monkeypatch.setattr(tokens, "PARALLEL_MIN_MESSAGES", 2)
+        shared = plan_prune(
+            messages, counter=TokenCounter(estimate=True, workers=workers), settings=settings
+        )
+        assert shared == alone
+        actions.append((len(alone.plans), {action for _, (_, action, _, _) in alone.plans}))
+    assert actions == [
+        (26, {"summarize-output"}),
+        (34, {"summarize-output", "shrink-args"}),
+        (883, {"summarize-output", "shrink-args", "dedupe"}),
+    ]
+    assert len(spawned) == len(sessions) * (workers - 1)
+    plan_prune(sessions[-1], counter=TokenCounter(workers=workers), settings=settings)
+    assert len(spawned) == len(sessions) * (workers - 1)
+
+
 def test_the_facts_the_summary_does_not_read_are_found_beside_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

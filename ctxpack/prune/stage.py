@@ -24,6 +24,8 @@ from ctxpack.prune.oneliners import cite_full, duplicate_note, is_pruned, one_li
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
 from ctxpack.sessionindex import SessionIndex
+from ctxpack.tokens import counter as tokens
+from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import result_flagged_error
 from ctxpack.tools import CallInfo
@@ -131,7 +133,10 @@ def plan_prune(
     head, tail = prune_bounds(messages, counter=counter, budget=settings.budget)
     if index is None or index.messages is not messages:
         index = SessionIndex(messages)
-    return PrunePlan(head, tail, _plans(index, head, tail, settings))
+    # An exact count runs its children beside the plan; an estimate leaves
+    # every other core idle, so a long session is planned on them.
+    workers = counter.processes if counter.estimate else 1
+    return PrunePlan(head, tail, _plans(index, head, tail, settings, workers=workers))
 
 
 def prune_messages(
@@ -188,20 +193,23 @@ def _unchanged_note(
 
 
 def _plans(
-    index: SessionIndex, head: int, tail: int, settings: PruneSettings
+    index: SessionIndex, head: int, tail: int, settings: PruneSettings, *, workers: int = 1
 ) -> list[tuple[int, tuple[Message, str, str, str]]]:
-    """(index, (replacement, action, tool, reason)) of every message planned."""
+    """(index, (replacement, action, tool, reason)) of every message planned:
+    what each message becomes depends on the session only through the links,
+    supersessions and repeats found first, so a long stretch is planned a
+    part per process (`workers` at most)."""
     messages = index.messages
     links = index.pairing.links
     outputs = index.pairing.results()
     infos = {i: index.call_info(i) for i in outputs}
     superseded = find_superseded(infos)
     duplicates = _duplicates(messages, outputs, settings.duplicate_chars)
-    plans: list[tuple[int, tuple[Message, str, str, str]]] = []
-    for at in range(head, tail):
+
+    def plan(at: int) -> tuple[Message, str, str, str] | None:
         msg = messages[at]
         if at in infos:
-            planned = _plan_output(
+            return _plan_output(
                 msg,
                 index=at,
                 use=links.get(at),
@@ -210,13 +218,15 @@ def _plans(
                 stale=superseded.get(at),
                 settings=settings,
             )
-        elif m.role(msg) == "assistant":
-            planned = _plan_arguments(msg, settings)
-        else:
-            continue
-        if planned is not None:
-            plans.append((at, planned))
-    return plans
+        if m.role(msg) == "assistant":
+            return _plan_arguments(msg, settings)
+        return None
+
+    stretch = range(head, tail)
+    if len(stretch) < tokens.PARALLEL_MIN_MESSAGES:
+        workers = 1
+    planned = forked.each_mapped(plan, stretch, workers=workers)
+    return [(at, new) for at, new in zip(stretch, planned, strict=True) if new is not None]
 
 
 def _result(
