@@ -14,6 +14,7 @@ from ctxpack import formats
 from ctxpack.facts.extract import (
     Facts,
     extract_facts,
+    message_facts,
     missing_facts,
     preserved_facts_section,
 )
@@ -352,6 +353,19 @@ def test_missing_facts_compares_whitespace_collapsed() -> None:
     missing = missing_facts(facts, "Nothing relevant here")
     assert missing.paths == facts.paths
     assert missing.commands == [command]
+
+
+def test_a_fact_with_no_whitespace_to_collapse_is_its_own_key() -> None:
+    """A long session keeps every message's facts with their keys: a key
+    equal to its fact is the very same string, not a second copy."""
+    for command, key in (
+        ("pytest -q tests/app.py", "pytest -q tests/app.py"),
+        ("pytest  -q\n  tests/app.py", "pytest -q tests/app.py"),
+    ):
+        facts = message_facts(call("c1", "bash", {"command": command}))
+        ((items, keys),) = [(items, keys) for name, items, keys in facts if name == "commands"]
+        assert (items, keys) == ((command,), (key,))
+        assert (keys[0] is items[0]) == (key == command)
 
 
 def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -> None:

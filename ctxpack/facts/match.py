@@ -12,7 +12,10 @@ _RUN = re.compile(r"[\w-]+")
 
 def collapse(text: str) -> str:
     """Whitespace-collapsed form used to compare facts with a summary."""
-    return " ".join(text.split())
+    flat = " ".join(text.split())
+    # Most facts hold no whitespace to collapse: their key is then the fact
+    # itself, not a second copy kept beside it for the rest of the run.
+    return text if flat == text else flat
 
 
 def dedupe(items: Iterable[str]) -> list[str]:
