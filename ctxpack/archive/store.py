@@ -167,10 +167,7 @@ class Archive:
     def _present(self, shas: Sequence[str]) -> set[str]:
         """The shas stored, or to be stored by the group waiting to commit (such
         a blob is never taken as the base of slices: it may be stored as slices)."""
-        return self._stored(shas) | self._waiting_shas.intersection(shas)
-
-    def _stored(self, shas: Sequence[str]) -> set[str]:
-        return stored_shas(self._conn, shas)
+        return stored_shas(self._conn, shas) | self._waiting_shas.intersection(shas)
 
     def _store(
         self,
