@@ -131,7 +131,22 @@ def result_failed(output: str, *, flagged: bool = False) -> bool:
 
 def failed_with_code(output: str, *, code: int | None, flagged: bool = False) -> bool:
     """result_failed, for a caller that has read the exit code already."""
-    return _failed(output, code=code, value=_json(output), flagged=flagged)
+    value = _json(output) if _may_say_failed(output) else None
+    return _failed(output, code=code, value=value, flagged=flagged)
+
+
+# The keys _json_error reads, as an object writes them unescaped.
+_FAILURE_KEYS = ('"error"', '"success"', '"is_error"')
+
+
+def _may_say_failed(output: str) -> bool:
+    """Whether the output may be a JSON object that says it failed. Most are
+    not (a list, or an object without those keys), and parsing a long output
+    only to learn that costs more than the rest of reading it."""
+    if not output.lstrip().startswith("{"):
+        return False
+    # A key spelt with \u escapes is only found by parsing.
+    return "\\u" in output or any(key in output for key in _FAILURE_KEYS)
 
 
 def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
@@ -163,7 +178,10 @@ def running_session(output: str) -> str | None:
 
 def still_running(output: str) -> bool:
     head = output[:400]
-    return bool(_SESSION.search(head) or _STILL_RUNNING.search(head))
+    if _SESSION.search(head):
+        return True
+    lowered = folded(head)
+    return "still running" in lowered if lowered is not None else bool(_STILL_RUNNING.search(head))
 
 
 def test_summary(output: str) -> str | None:

@@ -246,6 +246,44 @@ def test_an_output_is_parsed_as_the_standard_library_parses_it(text: str) -> Non
     assert type(found) is type(expected)
 
 
+FAILURE_PIECES = [
+    *JSON_PIECES,
+    *('"error":', '"success":', '"is_error":', '"\\u0065rror":', "false", '"x"', "0", "1"),
+    *(" exit code 1", "Traceback", "1 failed in 2s", "\t"),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FAILURE_PIECES), max_size=20).map("".join))
+@example('{"error": "denied"}')
+@example('{"\\u0065rror": "denied"}')
+@example(' {"success": false}')
+@example('[{"error": "x"}]')
+@example('{"is_error": true}')
+def test_a_failure_is_read_as_parsing_every_output_reads_it(text: str) -> None:
+    # The JSON is parsed only where it may name a failure: the verdict is the
+    # one parsing every output gives.
+    for code in (None, 0, 1):
+        expected = tooloutput._failed(text, code=code, value=tooloutput._json(text), flagged=False)
+        assert tooloutput.failed_with_code(text, code=code) is expected
+
+
+RUNNING_PIECES = [*PIECES, "still", "STILL", " ", "running", "RUNNİNG"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(RUNNING_PIECES), max_size=30))
+@example(["ſtill running"])
+@example(["Still Running"])
+def test_still_running_matches_its_plain_regex(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    head = text[:400]
+    expected = bool(re.search(r"Process running with session ID (\d+)", head)) or bool(
+        re.search("still running", head, re.IGNORECASE)
+    )
+    assert tooloutput.still_running(text) is expected
+
+
 PATH_PIECES = [*"ab ./\\\t\n\xa0\u2028\x1c-_:~@", "a.py", "src/x.ts", "e.g.", "~/", "../", "x.js"]
 
 

@@ -553,3 +553,33 @@ def test_the_facts_the_summary_does_not_read_are_found_beside_it(
         evaluate(messages, out, counter=counter, index=index).to_dict()
         == evaluate(messages, out, counter=counter, index=fresh).to_dict()
     )
+
+
+@pytest.mark.parametrize("estimate", [False, True])
+def test_a_compaction_totals_each_version_of_a_long_session_once(
+    monkeypatch: pytest.MonkeyPatch, estimate: bool
+) -> None:
+    """A whole session's total is a pass over all its messages: the input's is
+    the report's tally, the pruned session's is taken once and handed to the
+    summary, which never totals it again, and the middle's is what the head
+    and tail leave of it."""
+    from ctxpack.align.budget import Budget
+    from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+
+    messages = _tau_messages()
+    totaled: list[int] = []
+    real = TokenCounter.messages
+
+    def messages_spy(self: TokenCounter, msgs: list[Message]) -> int:
+        if len(msgs) * 2 > len(messages):
+            totaled.append(id(msgs))
+        return real(self, msgs)
+
+    monkeypatch.setattr(TokenCounter, "messages", messages_spy)
+    settings = CompressSettings(force=True, budget=Budget(tail_tokens=500, protect_last=2))
+    counter = TokenCounter(estimate=estimate, workers=1)
+    _, report = compress_messages(messages, counter=counter, settings=settings)
+    assert report.status.value == "compacted"
+    assert report.prune_saved > 0 and report.summary_saved > 0
+    assert len(totaled) == 1
+    assert id(messages) not in totaled

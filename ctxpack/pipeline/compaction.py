@@ -124,7 +124,12 @@ def _compact(
     current = messages
     if prune:
         pruned = prune_messages(
-            current, counter=counter, settings=prune_settings, plan=plan, index=index
+            current,
+            counter=counter,
+            settings=prune_settings,
+            plan=plan,
+            index=index,
+            tokens=before.tokens,
         )
         current = pruned.messages
         record_prune(report, pruned)
@@ -144,6 +149,7 @@ def _compact(
         last_timestamp=last_timestamp,
         summarizer=summarizer,
         index=index,
+        tokens=before_summary,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)

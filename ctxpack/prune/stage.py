@@ -146,8 +146,10 @@ def prune_messages(
     settings: PruneSettings,
     plan: PrunePlan | None = None,
     index: SessionIndex | None = None,
+    tokens: int | None = None,
 ) -> PruneResult:
-    """Prune one session, by `plan` when the caller already made it."""
+    """Prune one session, by `plan` when the caller already made it;
+    `tokens`: the tokens of `messages`, when the caller has counted them."""
     if plan is None:
         with counter.counting(messages):
             plan = plan_prune(messages, counter=counter, settings=settings, index=index)
@@ -163,7 +165,9 @@ def prune_messages(
             continue
         out[at] = new
         rows.append(PlanRow(at, m.role(msg), tool, action, reason, before, after))
-    return _result(messages, out, rows, head, tail, counter, settings, planned=bool(plans))
+    if tokens is None:
+        tokens = counter.messages(messages)
+    return _result(messages, out, rows, head, tail, tokens, settings, planned=bool(plans))
 
 
 def _unchanged_note(
@@ -235,12 +239,11 @@ def _result(
     rows: list[PlanRow],
     head: int,
     tail: int,
-    counter: TokenCounter,
+    before: int,
     settings: PruneSettings,
     *,
     planned: bool,
 ) -> PruneResult:
-    before = counter.messages(messages)
     if not rows:
         note = _unchanged_note(messages, head=head, tail=tail, planned=planned, settings=settings)
         return PruneResult(list(messages), rows, before, before, 0, False, head, tail, 0, note)
