@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,10 +135,6 @@ def failed_with_code(output: str, *, code: int | None, flagged: bool = False) ->
     return _failed(output, code=code, value=value, flagged=flagged)
 
 
-# The keys _json_error reads, as an object writes them unescaped.
-_FAILURE_KEYS = ('"error"', '"success"', '"is_error"')
-
-
 def _may_say_failed(output: str) -> bool:
     """Whether the output may be a JSON object that says it failed. Most are
     not (a list, or an object without those keys), and parsing a long output
@@ -146,7 +142,7 @@ def _may_say_failed(output: str) -> bool:
     if not output.lstrip().startswith("{"):
         return False
     # A key spelt with \u escapes is only found by parsing.
-    return "\\u" in output or any(key in output for key in _FAILURE_KEYS)
+    return "\\u" in output or any(key in output for key in _QUOTED_FAILURE_KEYS)
 
 
 def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
@@ -264,11 +260,20 @@ def _json(output: str) -> Any:
         return None
 
 
+# What a JSON object output says by each key when it failed.
+_FAILED_BY_KEY: dict[str, Callable[[Any], bool]] = {
+    "error": bool,
+    "success": lambda value: value is False,
+    "is_error": lambda value: value is True,
+}
+# Those keys as an object writes them unescaped.
+_QUOTED_FAILURE_KEYS = tuple(f'"{key}"' for key in _FAILED_BY_KEY)
+
+
 def _json_error(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
-    err = value.get("error")
-    return bool(err) or value.get("success") is False or value.get("is_error") is True
+    return any(failed(value.get(key)) for key, failed in _FAILED_BY_KEY.items())
 
 
 def _unwrap(output: str, value: Any) -> str:

@@ -129,7 +129,7 @@ def _compact(
             settings=prune_settings,
             plan=plan,
             index=index,
-            tokens=before.tokens,
+            total=before.tokens,
         )
         current = pruned.messages
         record_prune(report, pruned)
@@ -149,7 +149,7 @@ def _compact(
         last_timestamp=last_timestamp,
         summarizer=summarizer,
         index=index,
-        tokens=before_summary,
+        total=before_summary,
     )
     report.summary_saved = before_summary - counter.messages(out)
     report.after = tally(out, counter=counter)

@@ -45,9 +45,9 @@ def prepare_request(
     counter: TokenCounter,
     settings: CompressSettings,
     last_timestamp: str | None = None,
-    tokens: int | None = None,
+    total: int | None = None,
 ) -> Prepared:
-    """`tokens`: the tokens of `messages`, when the caller has counted them."""
+    """`total`: the tokens of `messages`, when the caller has counted them."""
     head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
     previous = settings.previous_summary
     old = plan.previous_summary(messages)
@@ -67,10 +67,10 @@ def prepare_request(
             archived = [old]
     budget_tokens = settings.record_tokens
     if budget_tokens is None:
-        if old is None and tokens is not None:
+        if old is None and total is not None:
             # The middle is the stretch between head and tail: its tokens are
             # what those leave of the session's, not a pass over all of it.
-            in_middle = tokens - counter.messages(head) - counter.messages(tail)
+            in_middle = total - counter.messages(head) - counter.messages(tail)
         else:
             in_middle = counter.messages(middle)
         budget_tokens = settings.budget.summary_budget(in_middle)

@@ -41,22 +41,22 @@ def summarize_messages(
     require_previous: bool = False,
     summarizer: Summarizer | None = None,
     index: SessionIndex | None = None,
-    tokens: int | None = None,
+    total: int | None = None,
 ) -> list[Message]:
     """Stages 2-4 and assembly on already-pruned messages. `index`: the run's
-    index of the session these messages were pruned from; `tokens`: the
+    index of the session these messages were pruned from; `total`: the
     tokens of `messages`, when the caller has counted them."""
     if index is None:
         index = SessionIndex(messages)
     # One pairing of these messages serves the boundaries, the facts and assembly.
     pairing = index.pairing_of(messages)
     if plan is None:
-        if tokens is None:
-            tokens = counter.messages(messages)
-        scaled = settings.budget.for_session(tokens)
+        if total is None:
+            total = counter.messages(messages)
+        scaled = settings.budget.for_session(total)
         if scaled is not settings.budget:
             report.notes.append(
-                f"{tokens:,} tokens, under the tail budget of {settings.budget.tail_budget:,}:"
+                f"{total:,} tokens, under the tail budget of {settings.budget.tail_budget:,}:"
                 f" the tail keeps {scaled.tail_budget:,}"
             )
             settings = replace(settings, budget=scaled)
@@ -79,7 +79,7 @@ def summarize_messages(
         counter=counter,
         settings=settings,
         last_timestamp=last_timestamp,
-        tokens=tokens,
+        total=total,
     )
     # The retention check reads the facts of every message that ran: those
     # the summary does not read itself are found beside it, on a core it
@@ -95,7 +95,7 @@ def summarize_messages(
             settings=settings,
             summarizer=summarizer,
             report=report,
-            tokens=tokens,
+            total=total,
         )
 
 
@@ -110,10 +110,10 @@ def _summarized(
     settings: CompressSettings,
     summarizer: Summarizer | None,
     report: SessionReport,
-    tokens: int | None,
+    total: int | None,
 ) -> list[Message]:
     """The summary of a prepared request, assembled between the kept head
-    and tail; `messages` (of `tokens` tokens, when counted) as they were
+    and tail; `messages` (of `total` tokens, when counted) as they were
     when the summary is no smaller."""
     head, middle, tail, request = prepared.head, prepared.middle, prepared.tail, prepared.request
     budget_tokens = prepared.budget_tokens
@@ -163,9 +163,9 @@ def _summarized(
         recall=settings.recall,
     )
     out = assembly.messages
-    if tokens is None:
-        tokens = counter.messages(messages)
-    if counter.messages(out) >= tokens:
+    if total is None:
+        total = counter.messages(messages)
+    if counter.messages(out) >= total:
         # Compaction must never cost tokens: a middle this small stays verbatim.
         report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
         if report.status != Status.PRUNED:

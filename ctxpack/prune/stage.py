@@ -146,10 +146,10 @@ def prune_messages(
     settings: PruneSettings,
     plan: PrunePlan | None = None,
     index: SessionIndex | None = None,
-    tokens: int | None = None,
+    total: int | None = None,
 ) -> PruneResult:
     """Prune one session, by `plan` when the caller already made it;
-    `tokens`: the tokens of `messages`, when the caller has counted them."""
+    `total`: the tokens of `messages`, when the caller has counted them."""
     if plan is None:
         with counter.counting(messages):
             plan = plan_prune(messages, counter=counter, settings=settings, index=index)
@@ -165,9 +165,9 @@ def prune_messages(
             continue
         out[at] = new
         rows.append(PlanRow(at, m.role(msg), tool, action, reason, before, after))
-    if tokens is None:
-        tokens = counter.messages(messages)
-    return _result(messages, out, rows, head, tail, tokens, settings, planned=bool(plans))
+    if total is None:
+        total = counter.messages(messages)
+    return _result(messages, out, rows, head, tail, total, settings, planned=bool(plans))
 
 
 def _unchanged_note(
