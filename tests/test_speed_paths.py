@@ -583,3 +583,54 @@ def test_a_compaction_totals_each_version_of_a_long_session_once(
     assert report.prune_saved > 0 and report.summary_saved > 0
     assert len(totaled) == 1
     assert id(messages) not in totaled
+
+
+@pytest.mark.parametrize("merged", [False, True])
+@pytest.mark.parametrize("estimate", [False, True])
+def test_a_second_round_reads_the_middle_total_off_the_session_total(
+    monkeypatch: pytest.MonkeyPatch, estimate: bool, merged: bool
+) -> None:
+    """Round two: round one's record sits at the start of the middle, alone
+    or merged into a turn. The middle's tokens are the session's less the
+    head's and the tail's, with the record counted as the turn reading it
+    back gives back: the budget a pass over the middle gives, without that
+    pass."""
+    from ctxpack.align.boundaries import plan_boundaries
+    from ctxpack.align.budget import Budget
+    from ctxpack.markers import is_summary
+    from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+    from ctxpack.pipeline.request import prepare_request
+    from ctxpack.summarize.assemble import without_merged_summary
+
+    messages = _tau_messages()
+    settings = CompressSettings(force=True, budget=Budget(tail_tokens=500, protect_last=2))
+    counter = TokenCounter(estimate=estimate, workers=1)
+    cut = len(messages) // 4
+    first, report = compress_messages(messages[:cut], counter=counter, settings=settings)
+    assert report.status.value == "compacted"
+    second = [*first, *messages[cut:]]
+    if merged:
+        at = next(i for i, msg in enumerate(second) if is_summary(msg))
+        record = second[at]
+        second[at] = {**record, "content": f"Noted before the record.\n\n{record['content']}"}
+    plan = plan_boundaries(second, counter=counter, budget=settings.budget)
+    assert plan.previous_summary_index is not None
+    assert plan.head_end <= plan.previous_summary_index < plan.tail_start
+    own = without_merged_summary(second[plan.previous_summary_index])
+    assert (own is not None) == merged
+    passed = prepare_request(second, plan=plan, counter=counter, settings=settings)
+    totaled: list[int] = []
+    real = TokenCounter.messages
+
+    def messages_spy(self: TokenCounter, msgs: list[Message]) -> int:
+        if len(msgs) * 2 > len(second):
+            totaled.append(id(msgs))
+        return real(self, msgs)
+
+    monkeypatch.setattr(TokenCounter, "messages", messages_spy)
+    total = counter.messages(second)
+    totaled.clear()
+    read_off = prepare_request(second, plan=plan, counter=counter, settings=settings, total=total)
+    assert totaled == []
+    assert read_off.budget_tokens == passed.budget_tokens
+    assert read_off.request == passed.request

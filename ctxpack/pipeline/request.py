@@ -53,12 +53,17 @@ def prepare_request(
     old = plan.previous_summary(messages)
     earlier: list[str] = []
     archived: list[Message] = []
+    # What reading the record back took out of the middle, and put in.
+    taken: list[Message] = []
+    given: list[Message] = []
     if old is not None:
         body = markers.summary_body(old)
         earlier = markers.source_refs(body)
         previous = markers.without_bookkeeping(body)
         # A summary merged into a turn gives that turn's own text back to the middle.
         own = without_merged_summary(old)
+        taken = [msg for msg in middle if msg is old]
+        given = [own] * len(taken) if own is not None else []
         kept = [own if msg is old else msg for msg in middle]
         middle = [msg for msg in kept if msg is not None]
     if previous is not None and (merged := foreign.to_template(previous)) is not None:
@@ -67,10 +72,18 @@ def prepare_request(
             archived = [old]
     budget_tokens = settings.record_tokens
     if budget_tokens is None:
-        if old is None and total is not None:
+        if total is not None:
             # The middle is the stretch between head and tail: its tokens are
-            # what those leave of the session's, not a pass over all of it.
-            in_middle = total - counter.messages(head) - counter.messages(tail)
+            # what those leave of the session's, with the record read back
+            # counted as what it gave back, not a pass over all of it (a
+            # session's tokens are the sum of its messages').
+            in_middle = (
+                total
+                - counter.messages(head)
+                - counter.messages(tail)
+                - counter.messages(taken)
+                + counter.messages(given)
+            )
         else:
             in_middle = counter.messages(middle)
         budget_tokens = settings.budget.summary_budget(in_middle)
