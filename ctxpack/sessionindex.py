@@ -77,20 +77,20 @@ class SessionIndex:
         `messages` is the session, a version of it whose replaced messages pair
         the same way (pruning: an output's text replaced, a call's arguments
         shrunk; every role, result id and call id kept), a stretch of either
-        (the middle, the tail), or a selection that leaves out only messages
-        no pairing turns on (a record taken out of the middle)."""
+        (the middle, the tail; such replaced messages in it too: a turn a
+        record was merged into, read back without it), or a selection that
+        leaves out only messages no pairing turns on (a record taken out of
+        the middle)."""
         for version in self._versions:
             if messages is version.messages:
                 return version.pairing
         for version in self._versions:
             start = version.place(messages[0]) if messages else -1
             stop = start + len(messages)
-            if (
-                start >= 0
-                and stop <= len(version.messages)
-                and _same_run(version.messages, start, messages)
-            ):
-                return version.pairing.within(start, stop)
+            if start >= 0 and stop <= len(version.messages):
+                moved = _moves(version.messages, start, messages)
+                if moved is not None:
+                    return _moved(version.pairing.within(start, stop), moved)
         for version in self._versions:
             kept = _selection(version, messages)
             if kept is not None:
@@ -113,29 +113,8 @@ class SessionIndex:
     def _version(self, messages: list[Message]) -> Pairing:
         if messages is self.messages:
             return self.pairing
-        if len(messages) != len(self.messages):
-            return pair(messages)
-        moved: dict[ToolUse, ToolUse] = {}
-        for index, (old, new) in enumerate(zip(self.messages, messages, strict=True)):
-            if old is new:
-                continue
-            if m.role(old) != m.role(new) or m.result_call_id(old) != m.result_call_id(new):
-                return pair(messages)
-            if m.role(new) != "assistant":
-                continue
-            before, after = calls_of(old, index), calls_of(new, index)
-            if [(u.call_id, u.slot) for u in before] != [(u.call_id, u.slot) for u in after]:
-                return pair(messages)
-            moved.update((u, v) for u, v in zip(before, after, strict=True) if u != v)
-        known = self.pairing
-        if not moved:
-            return known
-        return Pairing(
-            links={index: moved.get(use, use) for index, use in known.links.items()},
-            calls=[moved.get(use, use) for use in known.calls],
-            answered=known.answered,
-            orphan_results=known.orphan_results,
-        )
+        moved = _moves(self.messages, 0, messages) if len(messages) == len(self.messages) else None
+        return pair(messages) if moved is None else _moved(self.pairing, moved)
 
     def stages_done(self) -> None:
         """Let go of what only the stages read: the facts and the other lists
@@ -223,6 +202,37 @@ def _selection(version: _Version, messages: list[Message]) -> list[int] | None:
     return kept
 
 
-def _same_run(known: list[Message], start: int, messages: list[Message]) -> bool:
-    """Whether `messages` are the very messages of `known` from `start` on."""
-    return all(a is b for a, b in zip(known[start : start + len(messages)], messages, strict=True))
+def _moves(
+    known: list[Message], start: int, messages: list[Message]
+) -> dict[ToolUse, ToolUse] | None:
+    """When `messages` pair as the messages of `known` from `start` on do
+    (each the very message, or one with the same role, the same result id
+    and, for a turn that calls, the same call ids in the same slots), the
+    calls that changed (name or arguments) as the pairing of that stretch
+    names them, and what they are now; else None."""
+    moved: dict[ToolUse, ToolUse] = {}
+    stretch = zip(known[start : start + len(messages)], messages, strict=True)
+    for index, (old, new) in enumerate(stretch):
+        if old is new:
+            continue
+        if m.role(old) != m.role(new) or m.result_call_id(old) != m.result_call_id(new):
+            return None
+        if m.role(new) != "assistant":
+            continue
+        before, after = calls_of(old, index), calls_of(new, index)
+        if [(u.call_id, u.slot) for u in before] != [(u.call_id, u.slot) for u in after]:
+            return None
+        moved.update((u, v) for u, v in zip(before, after, strict=True) if u != v)
+    return moved
+
+
+def _moved(known: Pairing, moved: dict[ToolUse, ToolUse]) -> Pairing:
+    """`known` with each call in `moved` named as it is now."""
+    if not moved:
+        return known
+    return Pairing(
+        links={index: moved.get(use, use) for index, use in known.links.items()},
+        calls=[moved.get(use, use) for use in known.calls],
+        answered=known.answered,
+        orphan_results=known.orphan_results,
+    )

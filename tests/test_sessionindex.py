@@ -114,6 +114,70 @@ def test_a_pruned_version_and_its_stretches_pair_as_if_paired_anew(
     assert index.pairing_of(messages[start:end]) == pair(messages[start:end])
 
 
+def _replaced(msg: Message, how: str) -> Message:
+    """A copy of `msg` that pairs as it does ("alike": another text, or its
+    calls' arguments shrunk) or that may not ("unlike": another result id,
+    another role)."""
+    copy = dict(msg)
+    if how == "alike":
+        if "tool_calls" in copy:
+            copy["tool_calls"] = [
+                {**call, "function": {"name": "sh", "arguments": '{"cut": 1}'}}
+                for call in copy["tool_calls"]
+            ]
+        else:
+            copy["content"] = "the turn without the record merged into it"
+    elif m.is_tool_result(copy):
+        copy["tool_call_id"] = "z"
+    else:
+        copy["role"] = "tool"
+    return copy
+
+
+@settings(max_examples=400, deadline=None)
+@given(tool_traffic(), st.data())
+def test_a_stretch_with_messages_replaced_pairs_as_if_paired_anew(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """A stretch of the session in which some messages stand in for the ones
+    they replace (a turn a record was merged into, read back without it): the
+    index reads it off the session's pairing when they pair alike, and pairs
+    anew otherwise; either way the answer is pair()'s."""
+    start = data.draw(st.integers(0, len(messages)))
+    end = data.draw(st.integers(start, len(messages)))
+    stretch = messages[start:end]
+    places = st.integers(0, max(len(stretch) - 1, 0))
+    changes = data.draw(st.dictionaries(places, st.sampled_from(["alike", "unlike"]), max_size=3))
+    for at, how in changes.items():
+        if stretch:
+            stretch[at] = _replaced(stretch[at], how)
+    index = SessionIndex(messages)
+    index.pairing_of(messages)
+    assert index.pairing_of(stretch) == pair(stretch)
+
+
+def test_a_turn_read_back_without_its_record_is_read_off_the_pairing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The middle of a later round holds the turn the earlier record was
+    merged into, read back without it: a new message, which pairs as the
+    turn did. Its pairing is read off the session's, not paired anew, and
+    not kept (a long middle's pairing is tens of megabytes)."""
+    read = formats.read(REAL[0].read_bytes(), path=str(REAL[0])).sessions[0].messages
+    # An assistant turn that calls a tool: its calls are read again, alike.
+    turn = next(i for i, msg in enumerate(read) if i > 10 and m.tool_calls(msg))
+    merged: Message = {**read[turn], "content": "On it.\n\n[an earlier record]"}
+    messages = [*read[:turn], merged, *read[turn + 1 :]]
+    middle = [*messages[3:turn], {**merged, "content": "On it."}, *messages[turn + 1 : -3]]
+    assert pair(middle).links and pair(middle) == pair(messages).within(3, len(messages) - 3)
+    expected = pair(middle)
+    index = SessionIndex(messages)
+    index.pairing_of(messages)
+    monkeypatch.setattr("ctxpack.sessionindex.pair", lambda _: pytest.fail("paired anew"))
+    assert index.pairing_of(middle) == expected
+    assert [version.messages for version in index._versions] == [messages]
+
+
 @settings(max_examples=400, deadline=None)
 @given(tool_traffic(), st.data())
 def test_a_selection_pairs_as_if_paired_anew(messages: list[Message], data: st.DataObject) -> None:
