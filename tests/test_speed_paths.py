@@ -555,6 +555,21 @@ def test_the_facts_the_summary_does_not_read_are_found_beside_it(
     )
 
 
+def _long_totals(monkeypatch: pytest.MonkeyPatch, length: int) -> list[int]:
+    """The ids of the lists longer than half of `length` messages that
+    TokenCounter.messages totals from here on, as it totals them."""
+    totaled: list[int] = []
+    real = TokenCounter.messages
+
+    def messages_spy(self: TokenCounter, msgs: list[Message]) -> int:
+        if len(msgs) * 2 > length:
+            totaled.append(id(msgs))
+        return real(self, msgs)
+
+    monkeypatch.setattr(TokenCounter, "messages", messages_spy)
+    return totaled
+
+
 @pytest.mark.parametrize("estimate", [False, True])
 def test_a_compaction_totals_each_version_of_a_long_session_once(
     monkeypatch: pytest.MonkeyPatch, estimate: bool
@@ -567,15 +582,7 @@ def test_a_compaction_totals_each_version_of_a_long_session_once(
     from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 
     messages = _tau_messages()
-    totaled: list[int] = []
-    real = TokenCounter.messages
-
-    def messages_spy(self: TokenCounter, msgs: list[Message]) -> int:
-        if len(msgs) * 2 > len(messages):
-            totaled.append(id(msgs))
-        return real(self, msgs)
-
-    monkeypatch.setattr(TokenCounter, "messages", messages_spy)
+    totaled = _long_totals(monkeypatch, len(messages))
     settings = CompressSettings(force=True, budget=Budget(tail_tokens=500, protect_last=2))
     counter = TokenCounter(estimate=estimate, workers=1)
     _, report = compress_messages(messages, counter=counter, settings=settings)
@@ -619,15 +626,7 @@ def test_a_second_round_reads_the_middle_total_off_the_session_total(
     own = without_merged_summary(second[plan.previous_summary_index])
     assert (own is not None) == merged
     passed = prepare_request(second, plan=plan, counter=counter, settings=settings)
-    totaled: list[int] = []
-    real = TokenCounter.messages
-
-    def messages_spy(self: TokenCounter, msgs: list[Message]) -> int:
-        if len(msgs) * 2 > len(second):
-            totaled.append(id(msgs))
-        return real(self, msgs)
-
-    monkeypatch.setattr(TokenCounter, "messages", messages_spy)
+    totaled = _long_totals(monkeypatch, len(second))
     total = counter.messages(second)
     totaled.clear()
     read_off = prepare_request(second, plan=plan, counter=counter, settings=settings, total=total)
