@@ -27,8 +27,11 @@ _EXIT_RE = re.compile(
 )
 # Where agents write the exit status: a header or a footer.
 _STATUS_CHARS = 600
+# What a command still running when it returned says, in its output's head.
+_RUNNING_HEAD = 400
 _SESSION = re.compile(r"Process running with session ID (\d+)")
-_STILL_RUNNING = re.compile(r"still running", re.IGNORECASE)
+_STILL_RUNNING_WORDS = "still running"
+_STILL_RUNNING = re.compile(re.escape(_STILL_RUNNING_WORDS), re.IGNORECASE)
 # An output that opens like this failed, whatever else it says.
 _FAILED_START = re.compile(r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
 _TESTS_RE = re.compile(
@@ -168,16 +171,18 @@ def exit_code(output: str) -> int | None:
 
 def running_session(output: str) -> str | None:
     """The session id of a command that was still running when it returned."""
-    found = _SESSION.search(output[:400])
+    found = _SESSION.search(output[:_RUNNING_HEAD])
     return found.group(1) if found else None
 
 
 def still_running(output: str) -> bool:
-    head = output[:400]
+    head = output[:_RUNNING_HEAD]
     if _SESSION.search(head):
         return True
     lowered = folded(head)
-    return "still running" in lowered if lowered is not None else bool(_STILL_RUNNING.search(head))
+    if lowered is None:
+        return bool(_STILL_RUNNING.search(head))
+    return _STILL_RUNNING_WORDS in lowered
 
 
 def test_summary(output: str) -> str | None:
