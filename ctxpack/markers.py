@@ -64,7 +64,15 @@ _LEADING_SPACE = re.compile(r"\s*")
 
 
 def is_summary(msg: Message) -> bool:
-    """True for a message that holds a compaction summary rather than a turn."""
+    """True for a message that holds a compaction summary rather than a turn.
+
+    A tool result never does: it is what a call returned, and an agent that
+    reads a compacted transcript (`cat` of one, a test of this tool) gets our
+    markers back in one. Taken for a record, it would leave its call without
+    a result and put another session's record in place of this one's. No
+    record is ever written as, or merged into, a tool result."""
+    if m.is_tool_result(msg):
+        return False
     # Every stage asks this of every message: look at the parts where they
     # are instead of joining them (none of the markers spans a line break).
     content = msg.get("content")
@@ -80,6 +88,12 @@ def is_summary(msg: Message) -> bool:
     # A summary merged into a tail message (after that message's own text).
     merged = any(_PREFIX_HEAD in text for text in parts)
     return merged and any(SUMMARY_END in text for text in parts)
+
+
+def summary_indexes(messages: list[Message]) -> list[int]:
+    """Where the compaction records of a session sit, in order: the first
+    ends an earlier head, the last is the record an update rewrites."""
+    return [i for i, msg in enumerate(messages) if is_summary(msg)]
 
 
 def _text_start(text: str) -> int:

@@ -1,5 +1,6 @@
 """What the stages look up in one session, found once per run: how its calls
-and results pair, what each call does, and the facts of each message.
+and results pair, what each call does, where its compaction records sit, and
+the facts of each message.
 
 One compaction reads the same session in several stages: prune planning, the
 boundaries, the summarizer, the retention check and the archive record. Each
@@ -13,6 +14,7 @@ import contextlib
 import itertools
 from array import array
 
+from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactMemo, ran_only
 from ctxpack.tokens import counter as tokens
@@ -40,6 +42,9 @@ class SessionIndex:
         self._versions: list[_Version] = []
         # A re-run test, a re-read file: the same call is described once.
         self._described: dict[tuple[str, str], CallInfo] = {}
+        # Where the records sit in each list asked about (the boundaries and
+        # the request read the pruned session's).
+        self._summaries: list[tuple[list[Message], list[int]]] = []
 
     def unread_facts_beside(
         self, read: list[Message], *, workers: int
@@ -116,6 +121,15 @@ class SessionIndex:
         moved = _moves(self.messages, 0, messages) if len(messages) == len(self.messages) else None
         return pair(messages) if moved is None else _moved(self.pairing, moved)
 
+    def summaries(self, messages: list[Message]) -> list[int]:
+        """markers.summary_indexes(messages), found once per list."""
+        for known, places in self._summaries:
+            if known is messages:
+                return places
+        places = markers.summary_indexes(messages)
+        self._summaries.append((messages, places))
+        return places
+
     def stages_done(self) -> None:
         """Let go of what only the stages read: the facts and the other lists
         paired through the index (the pruned session, whose replaced messages
@@ -124,6 +138,7 @@ class SessionIndex:
         copies are a large part of the run's memory."""
         self.facts = FactMemo()
         self._versions = []
+        self._summaries = []
 
     def call_info(self, index: int) -> CallInfo:
         """What the call that the tool result at `index` answers does; for a

@@ -20,6 +20,7 @@ from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.evaluate.retention import evaluate
+from ctxpack.markers import summary_indexes
 from ctxpack.pipeline.archiving import replaced_texts
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.pipeline.stages import Compress
@@ -305,7 +306,9 @@ def test_every_stage_reads_the_index_as_it_would_find_alone(
     assert pruned.rows, "the fixture is meant to prune"
     after = pruned.messages
     assert index.pairing_of(after) == pair(after)
-    plan = plan_boundaries(after, counter=counter, budget=budget, pairing=index.pairing_of(after))
+    plan = plan_boundaries(after, counter=counter, budget=budget, index=index)
+    assert plan == plan_boundaries(after, counter=counter, budget=budget)
+    assert index.summaries(after) == summary_indexes(after)
     middle, tail = plan.middle(after), plan.tail(after)
     assert index.pairing_of(middle) == pair(middle)
     assert index.pairing_of(tail) == pair(tail)

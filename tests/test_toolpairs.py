@@ -9,6 +9,7 @@ from ctxpack.align.budget import Budget
 from ctxpack.evaluate.checks import orphan_check
 from ctxpack.facts.extract import ran_only
 from ctxpack.prune.stage import PruneSettings, prune_messages
+from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.sanitize import sanitize_tool_pairs
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import LEGACY_SLOT, ToolUse, pair
@@ -137,7 +138,7 @@ def test_a_pairing_handed_over_is_the_one_each_stage_would_make(counter: TokenCo
             assert shared.calls, path
             budget = Budget(tail_tokens=2_000, protect_last=4)
             assert plan_boundaries(
-                messages, counter=counter, budget=budget, pairing=shared
+                messages, counter=counter, budget=budget, index=SessionIndex(messages)
             ) == plan_boundaries(messages, counter=counter, budget=budget)
             assert ran_only(messages, pairing=shared) == ran_only(messages)
             cut = messages[: len(messages) // 2]

@@ -34,6 +34,8 @@ replaces. The rules, in the order they apply:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxpack import messages as m
 from ctxpack.align.budget import Budget
 from ctxpack.align.plan import (
@@ -43,10 +45,13 @@ from ctxpack.align.plan import (
 )
 from ctxpack.align.protect import head_end as protected_head
 from ctxpack.align.protect import walk_back
-from ctxpack.markers import is_summary
+from ctxpack.markers import is_summary, summary_indexes
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.toolpairs import Pairing, pair
+from ctxpack.toolpairs import pair
 from ctxpack.transcript import Message
+
+if TYPE_CHECKING:
+    from ctxpack.sessionindex import SessionIndex
 
 SOFT_CEILING_FACTOR = 1.5
 MIN_MIDDLE = 2
@@ -58,10 +63,11 @@ def plan_boundaries(
     *,
     counter: TokenCounter,
     budget: Budget,
-    pairing: Pairing | None = None,
+    index: SessionIndex | None = None,
 ) -> AlignPlan:
-    """`pairing`: toolpairs.pair(messages), when the caller has it already."""
-    return _Planner(messages, counter=counter, budget=budget, pairing=pairing).plan()
+    """`index`: the run's index of the session `messages` is (or a version of),
+    whose pairing and records the plan reads."""
+    return _Planner(messages, counter=counter, budget=budget, index=index).plan()
 
 
 def latest_user_index(messages: list[Message]) -> int | None:
@@ -86,12 +92,6 @@ def latest_assistant_text_index(messages: list[Message]) -> int | None:
     return None
 
 
-def _summary_indexes(messages: list[Message]) -> list[int]:
-    """Where compaction summaries sit: the first ends an earlier head, the last is
-    the record an update rewrites."""
-    return [i for i, msg in enumerate(messages) if not m.is_tool_result(msg) and is_summary(msg)]
-
-
 class _Planner:
     def __init__(
         self,
@@ -99,7 +99,7 @@ class _Planner:
         *,
         counter: TokenCounter,
         budget: Budget,
-        pairing: Pairing | None,
+        index: SessionIndex | None,
     ) -> None:
         self.messages = messages
         self.n = len(messages)
@@ -107,8 +107,10 @@ class _Planner:
         # The pairing and the records need no counts: on a large session they
         # are found while child processes count.
         with counter.counting(messages):
-            links = (pairing or pair(messages)).links
-            records = _summary_indexes(messages)
+            if index is None:
+                links, records = pair(messages).links, summary_indexes(messages)
+            else:
+                links, records = index.pairing_of(messages).links, index.summaries(messages)
         self.tokens = [counter.message(msg) for msg in messages]
         # (call index, last result index) for every call that has a result.
         spans: dict[int, int] = {}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ctxpack import markers
 from ctxpack.summarize import foreign
 from ctxpack.summarize.assemble import without_merged_summary
+from ctxpack.summarize.llm.prompts import effective_request
 from ctxpack.summarize.protocol import SummaryRequest
 
 if TYPE_CHECKING:
@@ -46,8 +47,11 @@ def prepare_request(
     settings: CompressSettings,
     last_timestamp: str | None = None,
     total: int | None = None,
+    summaries: list[int] | None = None,
 ) -> Prepared:
-    """`total`: the tokens of `messages`, when the caller has counted them."""
+    """`total`: the tokens of `messages`, when the caller has counted them;
+    `summaries`: where the records of `messages` sit
+    (markers.summary_indexes), when the caller knows."""
     head, middle, tail = plan.head(messages), plan.middle(messages), plan.tail(messages)
     previous = settings.previous_summary
     old = plan.previous_summary(messages)
@@ -56,6 +60,7 @@ def prepare_request(
     # What reading the record back took out of the middle, and put in.
     taken: list[Message] = []
     given: list[Message] = []
+    own: Message | None = None
     if old is not None:
         body = markers.summary_body(old)
         earlier = markers.source_refs(body)
@@ -97,4 +102,12 @@ def prepare_request(
         tail=tail,
         compact=settings.compact_record,
     )
+    if summaries is not None:
+        # The records the middle still holds: those that sit in it but the one
+        # read back, and that one's own turn where it is a record too (another
+        # agent's summary, which holds no record of ours to take out).
+        inside = {id(messages[i]) for i in summaries if plan.head_end <= i < plan.tail_start}
+        own_is_record = own is not None and markers.is_summary(own)
+        records = [msg for msg in middle if id(msg) in inside or (own_is_record and msg is own)]
+        request = effective_request(request, records=records)
     return Prepared(head, middle, tail, request, budget_tokens, earlier, archived)

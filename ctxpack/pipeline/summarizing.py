@@ -60,7 +60,7 @@ def summarize_messages(
                 f" the tail keeps {scaled.tail_budget:,}"
             )
             settings = replace(settings, budget=scaled)
-        plan = plan_boundaries(messages, counter=counter, budget=settings.budget, pairing=pairing)
+        plan = plan_boundaries(messages, counter=counter, budget=settings.budget, index=index)
     else:
         plan.check(messages)
     if require_previous and plan.previous_summary_index is None and not settings.previous_summary:
@@ -80,6 +80,7 @@ def summarize_messages(
         settings=settings,
         last_timestamp=last_timestamp,
         total=total,
+        summaries=index.summaries(messages),
     )
     # The retention check reads the facts of every message that ran: those
     # the summary does not read itself are found beside it, on a core it

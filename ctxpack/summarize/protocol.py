@@ -47,6 +47,10 @@ class SummaryRequest:
     tail: list[Message] = field(default_factory=list)
     # The compact form (empty sections on one line), for a tight --fit budget.
     compact: bool = False
+    # True when whoever built the request took every summary message out of
+    # `middle` already (the pipeline does, knowing where they sit): there is
+    # nothing left for effective_request to look for.
+    turns_only: bool = False
 
 
 @dataclass

@@ -77,25 +77,30 @@ SYSTEM_PROMPT = (
 )
 
 
-def effective_request(request: SummaryRequest) -> SummaryRequest:
+def effective_request(
+    request: SummaryRequest, *, records: list[Message] | None = None
+) -> SummaryRequest:
     """The request with any summary message taken out of the turns.
 
     A summary left in the middle would be summarized as if it were a turn; it
-    belongs in PREVIOUS SUMMARY instead (the latest one wins).
+    belongs in PREVIOUS SUMMARY instead (the latest one wins). `records`: the
+    summary messages of the middle, in order, when the caller knows where
+    they sit (a long middle is then not read again).
     """
-    turns: list[Message] = []
-    latest: Message | None = None
-    for msg in request.middle:
-        if markers.is_summary(msg):
-            latest = msg
-        else:
-            turns.append(msg)
-    if latest is None:
+    if request.turns_only:
         return request
+    if records is None:
+        records = [msg for msg in request.middle if markers.is_summary(msg)]
+        if not records:
+            return request
+    if not records:
+        return replace(request, turns_only=True)
+    taken = {id(msg) for msg in records}
+    turns = [msg for msg in request.middle if id(msg) not in taken]
     previous = request.previous_summary
     if previous is None:
-        previous = markers.summary_body(latest)
-    return replace(request, middle=turns, previous_summary=previous)
+        previous = markers.summary_body(records[-1])
+    return replace(request, middle=turns, previous_summary=previous, turns_only=True)
 
 
 def last_action_number(summary: str) -> int:
