@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from ctxpack.cli.grid import plain_width
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,6 +27,14 @@ def skipped_text(skipped: dict[str, int]) -> str:
 def with_progress(
     total: int, run: Callable[[OnDone], list[Finished]], *, fail_fast: bool
 ) -> list[Finished]:
+    def done_plainly(source: str, failed: bool) -> bool:
+        return not (fail_fast and failed)
+
+    if plain_width(sys.stderr) is not None:
+        # No terminal: no bar to draw, and rich (a tenth of a second to
+        # import) is not loaded for one.
+        return run(done_plainly)
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ctxpack.cli.render import console
@@ -43,7 +54,7 @@ def with_progress(
 
         def done(source: str, failed: bool) -> bool:
             progress.update(task, advance=1, description=Path(source).name)
-            return not (fail_fast and failed)
+            return done_plainly(source, failed)
 
         return run(done)
 
