@@ -119,7 +119,10 @@ def summary_body(msg: Message) -> str:
 
 
 def has_system_note(msg: Message) -> bool:
-    return SYSTEM_NOTE in m.text(msg)
+    """True for a system message that carries our note (the only place it is
+    written: a tool output that quotes a compacted transcript holds the words
+    too, and is no sign that this session was compacted)."""
+    return m.is_system(msg) and SYSTEM_NOTE in m.text(msg)
 
 
 _REF_RE = re.compile(re.escape(REF_PREFIX) + f"[0-9a-f]{{{REF_HEX}}}")

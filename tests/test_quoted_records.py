@@ -1,6 +1,8 @@
 """A tool output that quotes a compacted transcript (an agent ran `cat` on one,
 or tested this tool) is what its call returned, not a record of this session:
-no stage takes it out of the turns or updates it as the previous summary."""
+no stage takes it out of the turns or updates it as the previous summary, and
+the note it quotes does not make this session's first compaction look like a
+later one."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats, markers
 from ctxpack import messages as m
+from ctxpack.align.budget import Budget
 from ctxpack.cli import app
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.llm.prompts import effective_request
@@ -27,6 +30,9 @@ CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
 CAT = "cat /tmp/earlier-run/compacted.jsonl"
 # The call of the haiku session's first full test run, and its output.
 CALL, OUTPUT = 23, 24
+# The Codex session's first command output, and a head that runs past it (the
+# system and developer messages, both user turns, the first calls and it).
+FIRST_OUTPUT, PROTECT_FIRST = 5, 4
 
 
 def _messages(path: Path) -> list[Message]:
@@ -102,3 +108,46 @@ def test_compress_on_the_command_line_says_the_same(counter: TokenCounter, tmp_p
     (record,) = [markers.summary_body(msg) for msg in out if markers.is_summary(msg)]
     assert "no result recorded" not in _record_line(record)
     assert record.count("Historical Task Snapshot") == 1
+
+
+def _session_that_cats_at_its_start(counter: TokenCounter) -> list[Message]:
+    """The Codex session with the output of its first command replaced by a
+    `cat` of the haiku session's compacted transcript (whose system message
+    carries our note): the output sits in the head, which is kept verbatim."""
+    haiku, _ = compress_messages(
+        _messages(HAIKU), counter=counter, settings=CompressSettings(force=True)
+    )
+    # A Claude Code session has no system message to note: the quoted
+    # transcript gets the one a chat log of it would have.
+    noted = [{"role": "system", "content": f"You are a coding agent.\n\n{markers.SYSTEM_NOTE}"}]
+    messages = copy.deepcopy(_messages(CODEX))
+    assert m.is_tool_result(messages[FIRST_OUTPUT])
+    messages[FIRST_OUTPUT]["content"] = b"\n".join(
+        orjson.dumps(msg) for msg in [*noted, *haiku]
+    ).decode()
+    return messages
+
+
+def test_a_quoted_note_in_the_head_is_no_sign_of_an_earlier_compaction(
+    counter: TokenCounter,
+) -> None:
+    messages = _session_that_cats_at_its_start(counter)
+    assert not any(markers.has_system_note(msg) for msg in messages)
+    settings = CompressSettings(budget=Budget(protect_first=PROTECT_FIRST), force=True)
+    out, _ = compress_messages(messages, counter=counter, settings=settings)
+    assert out[FIRST_OUTPUT] == messages[FIRST_OUTPUT]
+    assert m.text(out[0]).endswith(f"\n\n{markers.SYSTEM_NOTE}")
+    assert [markers.has_system_note(msg) for msg in out].count(True) == 1
+
+
+def test_the_command_line_notes_the_system_message_too(
+    counter: TokenCounter, tmp_path: Path
+) -> None:
+    source, target = tmp_path / "session.jsonl", tmp_path / "out.jsonl"
+    lines = [orjson.dumps(msg) for msg in _session_that_cats_at_its_start(counter)]
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    argv = ["compress", "--offline", "--force", "--protect-first", str(PROTECT_FIRST)]
+    result = CliRunner().invoke(app, [*argv, str(source), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    first = orjson.loads(target.read_bytes().splitlines()[0])
+    assert m.text(first).endswith(f"\n\n{markers.SYSTEM_NOTE}")
