@@ -71,6 +71,13 @@ def test_help_lists_every_command() -> None:
         assert name in done.stdout
 
 
+def test_a_batch_off_a_terminal_loads_no_rich(tmp_path: Path) -> None:
+    # Its progress bar is drawn only on a terminal; the table is written plainly.
+    batch = ["compress", str(FIXTURES / "codex"), "-o", str(tmp_path / "out"), "--jobs", "2"]
+    argv = [*batch, "--offline", "--force", "--archive", str(tmp_path / "a.db")]
+    assert _loaded_after(argv, ("rich.progress", "rich.console", "rich.table")) == set()
+
+
 def test_only_the_ray_runner_loads_ray(tmp_path: Path) -> None:
     heavy = ("ray", "pyarrow", "ctxpack.distributed")
     batch = ["compress", str(FIXTURES / "codex"), "-o", str(tmp_path / "out"), "--jobs", "2"]

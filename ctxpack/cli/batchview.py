@@ -31,8 +31,8 @@ def with_progress(
         return not (fail_fast and failed)
 
     if plain_width(sys.stderr) is not None:
-        # No terminal: no bar to draw, and rich (a tenth of a second to
-        # import) is not loaded for one.
+        # No terminal: no bar to draw, and rich's progress and console
+        # (some 30 ms to import, before the workers fork) are not loaded.
         return run(done_plainly)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
