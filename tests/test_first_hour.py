@@ -12,7 +12,7 @@ import pytest
 import typer.testing
 from typer.testing import CliRunner
 
-from ctxpack.cli import app
+from ctxpack.cli import app, render
 from tests.conftest import FIXTURES, TAU_BENCH
 
 runner = CliRunner()
@@ -24,8 +24,11 @@ COMPRESS = ["compress", "--offline", "--no-archive"]
 
 
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runner's stdout answers as a terminal would."""
+    """The runner's stdout answers as a terminal would. So does its stderr:
+    rich's console made meanwhile draws for a terminal, and goes with the
+    test (a process has one stderr, so the console is made once)."""
     monkeypatch.setattr(typer.testing._NamedTextIOWrapper, "isatty", lambda _self: True)
+    monkeypatch.setattr(render, "_console", None)
 
 
 def _said(result: object) -> str:
