@@ -16,6 +16,7 @@ from ctxpack import formats
 from ctxpack.align.budget import Budget
 from ctxpack.facts.extract import extract_facts, missing_facts, preserved_facts_section
 from ctxpack.summarize.ledger import LEDGER_HEADING
+from ctxpack.summarize.offline.sections import PROGRESS_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
 from ctxpack.summarize.template import item_key, item_number, parse, render
@@ -268,8 +269,13 @@ def test_update_continues_numbering_without_duplicates(counter: TokenCounter) ->
     assert section(updated, "Historical Pending User Asks") == []
     snapshot = section(updated, "Historical Task Snapshot")
     assert "do that for kosh ai" in snapshot[0]
+    # Completed Actions goes on from A's list: the count is of A's 29 and B's 3.
+    [earlier] = [
+        line for line in section(first, "Historical Task Snapshot") if "were recorded" in line
+    ]
+    assert earlier.startswith("- 29 tool actions were recorded (4 failed); the last: ")
     assert [line for line in snapshot if "tool actions were recorded" in line] == [
-        "- 3 tool actions were recorded (0 failed); the last: Ran `test -f "
+        "- 32 tool actions were recorded (4 failed); the last: Ran `test -f "
         "/Users/anmolbhardwaj/.superstack/.telemetry-prompted && echo yes || echo no` — exit 0 "
         "[tool: exec_command]"
     ]
@@ -277,6 +283,30 @@ def test_update_continues_numbering_without_duplicates(counter: TokenCounter) ->
     assert "rsync -a" in " ".join(section(updated, "Historical In-Progress State"))
     again = summarize(part_b, counter, previous_summary=first).text
     assert again == updated
+
+
+def _progress(text: str) -> tuple[int, int]:
+    """(actions recorded, failed) as the record's snapshot states them."""
+    found = [PROGRESS_RE.match(line) for line in section(text, "Historical Task Snapshot")]
+    [(recorded, failed)] = [(m.group(1), m.group(2)) for m in found if m]
+    return int(recorded), int(failed)
+
+
+def test_an_update_counts_every_rounds_actions_even_under_a_new_request(
+    counter: TokenCounter,
+) -> None:
+    messages = codex_messages(CODEX)
+    ask = next(i for i, m in enumerate(messages) if m.get("content") == "do that for kosh ai")
+    # B opens with a new request, so the snapshot is B's; its count still runs on from A's.
+    part_a, part_b = messages[2:ask], messages[ask:-4]
+    first = summarize(part_a, counter).text
+    alone = summarize(part_b, counter).text
+    updated = summarize(part_b, counter, previous_summary=first).text
+    assert '"do that for kosh ai"' in section(updated, "Historical Task Snapshot")[0]
+    (a, a_failed), (b, b_failed) = _progress(first), _progress(alone)
+    assert a and b
+    assert _progress(updated) == (a + b, a_failed + b_failed)
+    assert max(numbers(updated)) >= max(numbers(first))
 
 
 def test_update_moves_finished_work_out_of_in_progress(counter: TokenCounter) -> None:

@@ -22,8 +22,19 @@ MENTIONED = "mentioned"
 VALUES_PER_LINE = 8
 RECENT_COMMANDS = 3
 LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
-# The snapshot's progress line, in either number, so an update can replace it.
-PROGRESS_RE = re.compile(r"^- \d[\d,]* tool actions? (?:was|were) recorded")
+# The snapshot's progress line, in either number: what it counted, and the
+# rest of the line, so that an update counts on from it.
+PROGRESS_RE = re.compile(
+    r"^- (\d[\d,]*) tool actions? (?:was|were) recorded(?: \((\d[\d,]*) failed\))?(.*)\Z",
+    re.DOTALL,
+)
+
+
+def progress_line(recorded: int, failed: int) -> str:
+    """The start of the snapshot's progress line: how many tool actions the
+    record holds, and how many of them failed."""
+    words = "tool action was" if recorded == 1 else "tool actions were"
+    return f"- {recorded} {words} recorded ({failed} failed)"
 
 
 def quote(text: str) -> str:
@@ -107,8 +118,7 @@ def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action
     if done:
         failed = sum(1 for a in done if a.failed)
         last = done[-1].line()
-        recorded = "tool action was" if len(done) == 1 else "tool actions were"
-        items.append(Item(f"- {len(done)} {recorded} recorded ({failed} failed); the last: {last}"))
+        items.append(Item(f"{progress_line(len(done), failed)}; the last: {last}"))
     if focus and focus.strip():
         items.append(Item(f"- This record concentrates on: {clip(focus, 120)}."))
     if not items:

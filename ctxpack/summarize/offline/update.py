@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ctxpack.facts.match import collapse
 from ctxpack.summarize.ledger import LEDGER_HEADING
@@ -24,6 +25,7 @@ from ctxpack.summarize.offline.sections import (
     PROGRESS_RE,
     file_items,
     ordered_marks,
+    progress_line,
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS
@@ -68,13 +70,10 @@ def merge_previous(
     old = {heading: list(previous.get(heading, [])) for heading in HEADINGS}
     merged: dict[str, list[Item]] = {}
 
-    snapshot = new["Historical Task Snapshot"]
+    snapshot = _counted_on(new["Historical Task Snapshot"], old["Historical Task Snapshot"])
     if not scan.asks:
-        # The earlier request still stands; the earlier progress line does not.
-        progress = any(PROGRESS_RE.match(item.text) for item in snapshot)
-        kept = [
-            t for t in old["Historical Task Snapshot"] if not (progress and PROGRESS_RE.match(t))
-        ]
+        # The earlier request still stands; its progress is counted in the new line.
+        kept = [t for t in old["Historical Task Snapshot"] if not PROGRESS_RE.match(t)]
         snapshot = unique(_old(kept), snapshot)
     merged["Historical Task Snapshot"] = snapshot
     merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
@@ -128,6 +127,32 @@ def merge_previous(
         new["Critical Context"], _old(old["Critical Context"]), _old(foreign)
     )
     return merged
+
+
+def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
+    """The new snapshot with the earlier record's progress counted into its
+    own: Completed Actions goes on from the earlier list, so the count is of
+    every round's actions, not the new turns' alone. New turns with no
+    action keep the earlier line as it was."""
+    earlier = [found for found in map(PROGRESS_RE.match, old) if found]
+    if not earlier:
+        return snapshot
+    recorded = sum(_count(found.group(1)) for found in earlier)
+    failed = sum(_count(found.group(2)) for found in earlier)
+    out: list[Item] = []
+    for item in snapshot:
+        found = PROGRESS_RE.match(item.text)
+        if found and earlier:
+            recorded += _count(found.group(1))
+            failed += _count(found.group(2))
+            item = replace(item, text=progress_line(recorded, failed) + found.group(3))
+            earlier = []
+        out.append(item)
+    return out + [Item(found.group(0)) for found in earlier]
+
+
+def _count(digits: str | None) -> int:
+    return int(digits.replace(",", "")) if digits else 0
 
 
 def _actions(old: list[str], new: list[Item]) -> list[Item]:
