@@ -139,16 +139,14 @@ def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
         return snapshot
     recorded = sum(_count(found.group(1)) for found in earlier)
     failed = sum(_count(found.group(2)) for found in earlier)
-    out: list[Item] = []
-    for item in snapshot:
+    for at, item in enumerate(snapshot):
         found = PROGRESS_RE.match(item.text)
-        if found and earlier:
+        if found:
             recorded += _count(found.group(1))
             failed += _count(found.group(2))
-            item = replace(item, text=progress_line(recorded, failed) + found.group(3))
-            earlier = []
-        out.append(item)
-    return out + [Item(found.group(0)) for found in earlier]
+            counted = replace(item, text=progress_line(recorded, failed) + found.group(3))
+            return [*snapshot[:at], counted, *snapshot[at + 1 :]]
+    return [*snapshot, *(Item(found.group(0)) for found in earlier)]
 
 
 def _count(digits: str | None) -> int:
