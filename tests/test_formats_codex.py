@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
+from ctxpack.formats import origins
+from ctxpack.summarize.sanitize import EMPTIED_NOTE
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import COUNTER, FIXTURES
 from tests.test_formats_support import (
@@ -18,6 +20,7 @@ from tests.test_formats_support import (
     expected,
     mutated,
     normal,
+    sanitize,
     summaries,
     updated,
 )
@@ -291,6 +294,32 @@ def test_any_stage_edit_reads_back_as_written(seed: int) -> None:
     out = formats.write(transcript.with_sessions([session.with_messages(new)]), counter=COUNTER)
     back = _read(out).sessions[0].messages
     assert normal(back) == normal(new)
+
+
+def test_turns_stripped_of_their_calls_are_written_where_they_stood() -> None:
+    # A middle run dropped without a record in its place: turn 40 (calls only)
+    # and turn 42 (text and a call) lose their results, so the sanitizer
+    # leaves 40 a note and 42 its text. Matched by offset alone, 40 took 44's
+    # place and 42 took 31's, and the note was written after the text.
+    transcript = _read(ROLLOUT.read_bytes())
+    session = transcript.sessions[0]
+    msgs = session.messages
+    assert [m.role(msgs[i]) for i in (40, 41, 42, 43, 44)] == ["assistant", "tool"] * 2 + [
+        "assistant"
+    ]
+    assert m.text(msgs[40]) == ""
+    assert m.text(msgs[42]).startswith("The program crate inherits the broken workspace")
+    new = sanitize([*msgs[:27], msgs[29], msgs[40], msgs[42], *msgs[46:]])
+    assert m.text(new[28]) == EMPTIED_NOTE
+    assert m.text(new[29]) == m.text(msgs[42]) and not m.tool_calls(new[29])
+    edited = session.with_messages(new)
+    origin = origins.resolve(edited).origin
+    assert origin[29] is msgs[42]
+    at = {id(msg): i for i, msg in enumerate(msgs)}
+    placed = [at[id(orig)] for orig in origin if orig is not None]
+    assert placed == sorted(placed)
+    back = _read(formats.write(transcript.with_sessions([edited]), counter=COUNTER))
+    assert normal(back.sessions[0].messages) == normal(new)
 
 
 ROLLOUT_0171 = FIXTURES / "codex" / "codex-cli-0.171__stub-tally.jsonl"

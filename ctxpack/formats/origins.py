@@ -3,7 +3,9 @@
 Stages keep unchanged messages as the very objects the reader produced and
 replace changed ones with new dicts. A writer that must edit the source lines
 of a changed message finds its original here: by identity first, then by the
-ids a tool exchange carries, then by position between unchanged neighbours.
+ids a tool exchange carries, then by its unchanged text, then by position
+between matched neighbours. Originals follow the output's order, so a writer
+that edits lines in place never moves a message past another.
 A summary inserted by the pipeline has no original (unless it was merged into
 a tail message, whose text then starts the merged text).
 """
@@ -55,34 +57,8 @@ def resolve(session: Session) -> Resolved:
         if linked is not None and linked not in used and m.role(originals[linked]) == m.role(msg):
             found[k] = linked
             used.add(linked)
-    # Unmatched messages are placed relative to the anchors found so far.
-    prev_anchor: list[int | None] = []
-    last: int | None = None
-    for k in range(len(out)):
-        prev_anchor.append(last)
-        if found[k] is not None:
-            last = k
-    next_anchor: list[int | None] = [None] * len(out)
-    last = None
-    for k in range(len(out) - 1, -1, -1):
-        next_anchor[k] = last
-        if found[k] is not None:
-            last = k
-    anchors = list(found)
-    # Past a new summary, turns line up with the end (the tail), not the start.
-    past_summary = False
-    for k, msg in enumerate(out):
-        if anchors[k] is not None:
-            past_summary = False
-            continue
-        placed = _by_position(
-            k, msg, (prev_anchor[k], next_anchor[k]), anchors, originals, used, past_summary
-        )
-        if placed is not None:
-            found[k] = placed
-            used.add(placed)
-        elif markers.is_summary(msg):
-            past_summary = True
+    _match_text(out, originals, found, used)
+    _match_position(out, originals, found, used)
     origin = [originals[i] if i is not None else None for i in found]
     output_of = {id(orig): msg for orig, msg in zip(origin, out, strict=True) if orig is not None}
     return Resolved(origin=origin, output_of=output_of)
@@ -97,39 +73,117 @@ def _by_ids(msg: Message, by_result: dict[str, int], by_call: dict[str, int]) ->
     return None
 
 
-def _by_position(
-    k: int,
-    msg: Message,
-    around: tuple[int | None, int | None],
-    anchors: list[int | None],
-    originals: list[Message],
-    used: set[int],
-    from_end: bool,
-) -> int | None:
-    prev_k, next_k = around
-    low = anchors[prev_k] if prev_k is not None else -1
-    high = anchors[next_k] if next_k is not None else len(originals)
-    assert low is not None and high is not None
-    if markers.is_summary(msg):
-        # A tail message the summary was merged into: its own text comes first.
+def _next_found(found: list[int | None], end: int) -> list[int]:
+    """For each output message, the original of the next matched one after it."""
+    nxt = [end] * len(found)
+    last = end
+    for k in range(len(found) - 1, -1, -1):
+        nxt[k] = last
+        at = found[k]
+        if at is not None:
+            last = at
+    return nxt
+
+
+def _match_text(
+    out: list[Message], originals: list[Message], found: list[int | None], used: set[int]
+) -> None:
+    """A message a stage rebuilt with its text intact (its calls or reasoning
+    stripped) is the unused original with that text between its neighbours'
+    originals. Matches keep the output's order: each lies past the last. Past a
+    new summary the search runs from the end, as the tail lines up with it."""
+    high = _next_found(found, len(originals))
+    texts: dict[int, str] = {}
+    floor = -1
+    past_summary = False
+    for k, msg in enumerate(out):
+        at = found[k]
+        if at is not None:
+            floor = max(floor, at)
+            past_summary = False
+            continue
+        if markers.is_summary(msg):
+            past_summary = True
+            continue
         text = m.text(msg)
-        for i in range(low + 1, high):
-            own = m.text(originals[i])
-            if (
-                i not in used
-                and m.role(originals[i]) == m.role(msg)
-                and own.strip()
-                and text.startswith(own)
-                and len(text) > len(own)
-            ):
-                return i
-        return None
-    # Otherwise only the message at the same offset from the previous anchor,
-    # or from the next one (or the end).
-    after = low + (k - (prev_k if prev_k is not None else -1))
-    before = high - ((next_k if next_k is not None else len(anchors)) - k)
-    for i in (before, after) if from_end else (after, before):
-        if low < i < high and i not in used and m.role(originals[i]) == m.role(msg):
+        if not text.strip():
+            continue
+        window = range(floor + 1, high[k])
+        for i in reversed(window) if past_summary else window:
+            if i in used or m.role(originals[i]) != m.role(msg):
+                continue
+            if i not in texts:
+                texts[i] = m.text(originals[i])
+            if texts[i] == text:
+                found[k] = floor = i
+                used.add(i)
+                break
+
+
+def _match_position(
+    out: list[Message], originals: list[Message], found: list[int | None], used: set[int]
+) -> None:
+    """The rest take the original at their offset from a matched neighbour,
+    never one before an earlier message's original, so order is kept."""
+    anchors = list(found)
+    prev_k: list[int | None] = []
+    last: int | None = None
+    for k in range(len(out)):
+        prev_k.append(last)
+        if anchors[k] is not None:
+            last = k
+    next_k: list[int | None] = [None] * len(out)
+    last = None
+    for k in range(len(out) - 1, -1, -1):
+        next_k[k] = last
+        if anchors[k] is not None:
+            last = k
+    floor = -1
+    # Past a new summary, turns line up with the end (the tail), not the start.
+    past_summary = False
+    for k, msg in enumerate(out):
+        anchor = anchors[k]
+        if anchor is not None:
+            floor = max(floor, anchor)
+            past_summary = False
+            continue
+        before_k, after_k = prev_k[k], next_k[k]
+        low = anchors[before_k] if before_k is not None else -1
+        high = anchors[after_k] if after_k is not None else len(originals)
+        assert low is not None and high is not None
+        if markers.is_summary(msg):
+            placed = _merged_into(msg, originals, used, floor, high)
+            past_summary = past_summary or placed is None
+        else:
+            after = low + (k - (before_k if before_k is not None else -1))
+            before = high - ((after_k if after_k is not None else len(out)) - k)
+            placed = next(
+                (
+                    i
+                    for i in ((before, after) if past_summary else (after, before))
+                    if floor < i < high and i not in used and m.role(originals[i]) == m.role(msg)
+                ),
+                None,
+            )
+        if placed is not None:
+            found[k] = floor = placed
+            used.add(placed)
+
+
+def _merged_into(
+    msg: Message, originals: list[Message], used: set[int], low: int, high: int
+) -> int | None:
+    """The tail message a summary was merged into: its own text comes first."""
+    text = m.text(msg)
+    for i in range(low + 1, high):
+        own = m.text(originals[i])
+        if (
+            i not in used
+            and m.role(originals[i]) == m.role(msg)
+            and own.strip()
+            and text.startswith(own)
+            and len(text) > len(own)
+        ):
             return i
     return None
 
