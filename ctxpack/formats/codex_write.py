@@ -297,6 +297,7 @@ class _Writer:
         kept_reasoning = msg.get("reasoning")
         keep = kept_reasoning if isinstance(kept_reasoning, list) else []
         placed = False
+        placed_reasoning: list[Payload] = []
         for loc in source.locs:
             payload = payload_at(self.doc, loc)
             kind = payload.get("type")
@@ -310,7 +311,10 @@ class _Writer:
                 else:
                     out.append((loc, None))
             elif kind == "reasoning":
-                out.append((loc, payload if any(payload is r for r in keep) else None))
+                kept = any(payload is r for r in keep)
+                out.append((loc, payload if kept else None))
+                if kept:
+                    placed_reasoning.append(payload)
             elif kind in CALL_TYPES:
                 call = calls.pop(str(payload.get("call_id", "")), None)
                 if call is None:
@@ -325,7 +329,16 @@ class _Writer:
         if not same_text and texts and not placed:
             out.append((None, message_item("assistant", {"content": texts})))
         out += [(None, call_item(call)) for call in calls.values()]
-        return out
+        # Reasoning the message holds from items outside this turn's lines
+        # goes first, where Codex writes a turn's reasoning.
+        moved = [
+            r
+            for r in keep
+            if isinstance(r, dict)
+            and r.get("type") == "reasoning"
+            and not any(r is p for p in placed_reasoning)
+        ]
+        return [(None, r) for r in moved] + out
 
 
 def _kept_ids_and_texts(kept: list[Message]) -> tuple[set[str], set[str]]:

@@ -10,7 +10,8 @@ message marked `summary` (opencode's own compaction) reads as a summary.
 
 Writing keeps the document's bytes: unchanged messages are copied verbatim,
 a changed one is re-serialized in the document's style, a dropped one leaves
-the list, and a new summary is a user message with one text part.
+the list, a new summary is a user message with one text part, and an
+assistant turn with no original is an assistant message of its own.
 """
 
 from __future__ import annotations
@@ -144,18 +145,19 @@ def _write(data: bytes, session: Session) -> bytes:
     ]
     like = {k: v for k, v in (users[-1] if users else {}).items() if k in ("agent", "model")}
     # The outputs of each opencode message, in order; new messages on their own.
-    groups: list[tuple[int | None, list[tuple[Message, Message | None]]]] = []
-    for msg, orig in pairs(session):
+    groups: list[tuple[int | None, list[tuple[Message, Message | None, int]]]] = []
+    for position, (msg, orig) in enumerate(pairs(session)):
         k = where.get(id(orig)) if orig is not None else None
         if groups and k is not None and groups[-1][0] == k:
-            groups[-1][1].append((msg, orig))
+            groups[-1][1].append((msg, orig, position))
         else:
-            groups.append((k, [(msg, orig)]))
+            groups.append((k, [(msg, orig, position)]))
     items: list[bytes] = []
-    for k, outs in groups:
+    for k, group in groups:
         if k is None:
-            items += [style.dumps(_new(msg, sid, like), level=2) for msg, _ in outs]
+            items += [style.dumps(_new(msg, sid, like, at), level=2) for msg, _, at in group]
             continue
+        outs = [(msg, orig) for msg, orig, _ in group]
         own = [o for o, _ in session.originals if where.get(id(o)) == k]
         if len(outs) == len(own) and all(msg is orig for msg, orig in outs):
             items.append(data[spans[k][0] : spans[k][1]])
@@ -178,41 +180,51 @@ def _fresh(messages: list[Message]) -> bytes:
                     part["state"] = {**part["state"], "status": "completed", "output": m.text(msg)}
             continue
         mid = f"msg_ctxpack{n:08d}"
-        base = {"sessionID": sid, "messageID": mid}
-        if m.role(msg) != "assistant":
-            item = _new(msg, sid, {})
-            items.append(
-                {"info": {**item["info"], "id": mid}, "parts": [{**item["parts"][0], **base}]}
-            )
+        if m.role(msg) == "assistant":
+            items.append(_assistant(msg, sid, mid))
             continue
-        parts: list[Doc] = []
-        if msg.get("reasoning_content"):
-            parts.append({**base, "type": "reasoning", "text": str(msg["reasoning_content"])})
-        text = m.text(msg)
-        if text:
-            parts.append({**base, "type": "text", "text": text})
-        for call in m.tool_calls(msg):
-            state = {"status": "pending", "input": parse_arguments(m.call_arguments(call))}
-            parts.append(
-                {
-                    **base,
-                    "type": "tool",
-                    "tool": m.call_name(call),
-                    "callID": m.call_id(call),
-                    "state": state,
-                }
-            )
-        for k, part in enumerate(parts):
-            part["id"] = f"prt_ctxpack{n:08d}{k:04d}"
-        info = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": 0}}
-        items.append({"info": info, "parts": parts})
+        item = _new(msg, sid, {}, n)
+        base = {"sessionID": sid, "messageID": mid}
+        items.append({"info": {**item["info"], "id": mid}, "parts": [{**item["parts"][0], **base}]})
     doc = {"info": {"id": sid, "title": ""}, "messages": items}
     return (
         jsonspans.Style(indent=2, ensure_ascii=False, item_sep=",", key_sep=": ").dumps(doc) + b"\n"
     )
 
 
-def _new(msg: Message, sid: str, like: Doc) -> Doc:
+def _assistant(msg: Message, sid: str, mid: str) -> Doc:
+    """An assistant turn as an opencode message of its own, its calls pending."""
+    base = {"sessionID": sid, "messageID": mid}
+    parts: list[Doc] = []
+    if msg.get("reasoning_content"):
+        parts.append({**base, "type": "reasoning", "text": str(msg["reasoning_content"])})
+    text = m.text(msg)
+    if text:
+        parts.append({**base, "type": "text", "text": text})
+    for call in m.tool_calls(msg):
+        state = {"status": "pending", "input": parse_arguments(m.call_arguments(call))}
+        parts.append(
+            {
+                **base,
+                "type": "tool",
+                "tool": m.call_name(call),
+                "callID": m.call_id(call),
+                "state": state,
+            }
+        )
+    for k, part in enumerate(parts):
+        part["id"] = f"prt_{mid.removeprefix('msg_')}{k:04d}"
+    info = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": 0}}
+    return {"info": info, "parts": parts}
+
+
+def _new(msg: Message, sid: str, like: Doc, position: int) -> Doc:
+    """A message a stage added: the summary, or a turn it rebuilt whose
+    original it could not tell (`position`, its place in the output, keeps
+    equal turns' ids apart)."""
+    if m.role(msg) == "assistant":
+        digest = sha256_hex(b"%d\n" % position + jsoncodec.dumps(msg))[:20]
+        return _assistant(msg, sid, f"msg_ctxpack{digest}")
     text = m.text(msg)
     digest = sha256_hex(text.encode("utf-8"))[:24]
     mid = f"msg_ctxpack{digest}"
@@ -227,8 +239,9 @@ def _edited(item: Doc, outs: list[tuple[Message, Message | None]]) -> Doc:
     calls = {m.call_id(c): c for msg, _ in outs for c in m.tool_calls(msg)}
     results = {m.result_call_id(msg): m.text(msg) for msg, _ in outs if m.role(msg) == "tool"}
     reasoning = head.get("reasoning_content")
+    own_reasoning = "\n".join(t for t in _texts(_list(item.get("parts")), "reasoning") if t)
     parts: list[Any] = []
-    placed = False
+    placed = thought = False
     for part in item.get("parts", []):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text" and not part.get("ignored"):
@@ -236,8 +249,11 @@ def _edited(item: Doc, outs: list[tuple[Message, Message | None]]) -> Doc:
                 parts.append({**part, "text": "\n".join(texts)})
             placed = True
         elif kind == "reasoning":
-            if reasoning:
+            if (reasoning or "") == own_reasoning:
                 parts.append(part)
+            elif reasoning and not thought:
+                parts.append({**part, "text": reasoning})
+            thought = thought or bool(reasoning)
         elif kind == "tool":
             call = calls.get(str(part.get("callID", "")))
             if call is None:
@@ -254,4 +270,23 @@ def _edited(item: Doc, outs: list[tuple[Message, Message | None]]) -> Doc:
             parts.append({**part, "state": state})
         else:
             parts.append(part)
+    # Text or reasoning the original turn had no part for (the sanitizer's
+    # note on a turn whose calls all left) goes before its calls and step end.
+    if texts and not placed:
+        _insert(parts, item, "text", "\n".join(texts), before=("tool", "step-finish"))
+    if reasoning and not thought:
+        _insert(parts, item, "reasoning", reasoning, before=("text", "tool", "step-finish"))
     return {**item, "parts": parts}
+
+
+def _insert(parts: list[Any], item: Doc, kind: str, text: str, *, before: tuple[str, ...]) -> None:
+    info = _obj(item.get("info"))
+    part = {
+        "id": "prt_ctxpack" + sha256_hex(f"{kind}\n{text}".encode())[:24],
+        "sessionID": info.get("sessionID"),
+        "messageID": info.get("id"),
+        "type": kind,
+        "text": text,
+    }
+    at = next((i for i, p in enumerate(parts) if _obj(p).get("type") in before), len(parts))
+    parts.insert(at, part)

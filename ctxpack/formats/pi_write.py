@@ -2,15 +2,17 @@
 
 Lines off the conversation path (other branches), the header and entries
 that carry no message stay byte for byte; a changed message rewrites its
-entry's `message` in place; a dropped one's entry leaves the file. A new
-summary is a user message entry just before the first kept tail entry, in
-both layouts. Not a `compaction` entry: pi puts a compaction's summary before
-every entry it keeps, so the head (the user's first task) would follow the
-record; a message keeps head, record, tail in the order they happened, and a
-later compaction finds the record again in place. What it replaces leaves the path (ctxpack's
-archive keeps it): earlier compactions and the entries they hid. The path is
-relinked so each kept entry's `parentId` is the entry before it; an older
-layout compaction that stays gets its `firstKeptEntryIndex` recounted.
+entry's `message` in place; a dropped one's entry leaves the file; any other
+message a stage added gets an entry of its own just before the entry of the
+message after it. A new summary is a user message entry just before the first
+kept tail entry, in both layouts. Not a `compaction` entry: pi puts a
+compaction's summary before every entry it keeps, so the head (the user's
+first task) would follow the record; a message keeps head, record, tail in the
+order they happened, and a later compaction finds the record again in place.
+What it replaces leaves the path (ctxpack's archive keeps it): earlier
+compactions and the entries they hid. The path is relinked so each kept
+entry's `parentId` is the entry before it; an older layout compaction that
+stays gets its `firstKeptEntryIndex` recounted.
 """
 
 from __future__ import annotations
@@ -47,19 +49,24 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
     fate = {id(orig): msg for msg, orig in items if orig is not None}
     line_of = {ctx.where[id(orig)]: orig for orig, _ in session.originals}
     cut = first_new_summary(items)
-    tail_line = (
-        next((ctx.where[id(o)] for _, o in items[cut + 1 :] if o is not None), None)
-        if cut is not None
-        else None
-    )
+    # A new message goes in just before the entry of the next message that has
+    # one (at the end when none follows); the summary thus before the tail.
+    before: dict[int | None, list[Entry]] = {}
+    line: int | None = None
+    for k in range(len(items) - 1, -1, -1):
+        msg, orig = items[k]
+        if orig is not None:
+            line = ctx.where[id(orig)]
+            continue
+        made = _summary_entry(msg, version, stamp) if k == cut else _entry(msg, k, version, stamp)
+        before.setdefault(line, []).insert(0, made)
     edits = jsonl.Edits()
     # The new path: (line index or None for a new entry, entry object).
     seq: list[tuple[int | None, Entry]] = []
     for index in ctx.path:
         entry = doc.objs[index] or {}
         orig = line_of.get(index)
-        if cut is not None and index == tail_line:
-            seq.append((None, _summary_entry(items[cut][0], version, stamp)))
+        seq += [(None, made) for made in before.get(index, ())]
         # pi honours only the latest compaction on the path: a new summary
         # replaces every earlier one and the entries they hid.
         if cut is not None and (entry.get("type") == "compaction" or index in ctx.hidden):
@@ -74,8 +81,7 @@ def write(transcript: Transcript, *, counter: TokenCounter) -> bytes:
             seq.append((index, {**entry, "summary": m.text(new)}))
         else:
             seq.append((index, {**entry, "message": pi_message(new, entry.get("message"))}))
-    if cut is not None and tail_line is None:
-        seq.append((None, _summary_entry(items[cut][0], version, stamp)))
+    seq += [(None, made) for made in before.get(None, ())]
     _relink(doc, seq, version, edits)
     return edits.apply(doc)
 
@@ -87,12 +93,27 @@ def _fresh(messages: list[Message], stamp: str) -> bytes:
     lines, parent = [jsonl.dump(header)], None
     for n, msg in enumerate(messages):
         entry_id = f"{n:08x}"
-        message = pi_message(msg, None)
-        message.setdefault("timestamp", _user("", stamp)["timestamp"])
         entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp}
-        lines.append(jsonl.dump({**entry, "message": message}))
+        lines.append(jsonl.dump({**entry, "message": _message(msg, stamp)}))
         parent = entry_id
     return b"\n".join(lines) + b"\n"
+
+
+def _message(msg: Message, stamp: str) -> Entry:
+    message = pi_message(msg, None)
+    message.setdefault("timestamp", _user("", stamp)["timestamp"])
+    return message
+
+
+def _entry(msg: Message, position: int, version: int, stamp: str) -> Entry:
+    """A message a stage added, other than the summary (a turn it rebuilt
+    whose original it could not tell)."""
+    entry: Entry = {"type": "message", "timestamp": stamp, "message": _message(msg, stamp)}
+    if version < 2:
+        return entry
+    # Its place in the output keeps equal messages' ids apart.
+    key = b"%d\n" % position + jsonl.dump(msg)
+    return {"id": sha256_hex(key)[:8], "parentId": None, **entry}
 
 
 def _summary_entry(msg: Message, version: int, stamp: str) -> Entry:
