@@ -7,15 +7,19 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from ctxpack import formats
+from ctxpack import messages as m
 from ctxpack.align.budget import Budget
+from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, missing_facts, preserved_facts_section
-from ctxpack.summarize.ledger import LEDGER_HEADING
+from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
 from ctxpack.summarize.offline.sections import PROGRESS_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
@@ -24,6 +28,7 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import TAU_BENCH
 from tests.test_facts import CODEX, HAIKU, OPUS, claude_messages, codex_messages
+from tests.test_formats_support import summaries
 
 VERBS = "Ran|Read|Edited|Created|Searched|Fetched|Delegated|Called"
 CODEX_MESSAGES = codex_messages(CODEX)
@@ -151,6 +156,44 @@ def test_codex_session(counter: TokenCounter) -> None:
         '- The user first asked: "help me apply for the agentic engineering grant by Superteam"'
     )
     assert section(text, "Active State")[0] == "- Working directory: /Users/anmolbhardwaj"
+
+
+CODEX_ASK = "help me apply for the agentic engineering grant by Superteam"
+
+
+def test_a_record_whose_turns_hold_no_ask_names_the_ask_kept_before_it(
+    counter: TokenCounter,
+) -> None:
+    # The first three messages: the sandbox rules, the client's context and the ask.
+    head, middle = CODEX_MESSAGES[:3], CODEX_MESSAGES[3:20]
+    assert [user_words(msg) for msg in head] == [None, None, CODEX_ASK]
+    assert not any(user_words(msg) for msg in middle)
+    request = SummaryRequest(middle=middle, head=head, budget_tokens=2000)
+    text = OfflineSummarizer().summarize(request, counter=counter).text
+    assert section(text, "Goal") == [
+        f'- The user first asked, in the turns kept before this record: "{CODEX_ASK}"'
+    ]
+    # What the client adds to a user turn is no ask: with only that kept, none.
+    request = SummaryRequest(middle=middle, head=head[:2], budget_tokens=2000)
+    text = OfflineSummarizer().summarize(request, counter=counter).text
+    assert section(text, "Goal") == []
+    # An ask in the turns is the goal, as before.
+    text = summarize(CODEX_MESSAGES[2:20], counter).text
+    assert section(text, "Goal") == [f'- The user first asked: "{CODEX_ASK}"']
+
+
+def test_the_cli_record_names_the_ask_kept_before_it(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    done = CliRunner().invoke(app, ["compress", "--offline", "--force", str(CODEX), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    messages = formats.read(out.read_bytes(), path=out.name).sessions[0].messages
+    (record,) = summaries(messages)
+    assert (
+        f'## Goal\n- The user first asked, in the turns kept before this record: "{CODEX_ASK}"'
+        in m.text(record)
+    )
+    # The ask itself is still there, word for word, before the record.
+    assert [user_words(msg) for msg in messages].index(CODEX_ASK) < messages.index(record)
 
 
 def test_claude_code_session(counter: TokenCounter) -> None:

@@ -10,12 +10,14 @@ from collections.abc import Collection, Sequence
 from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
+from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.said import MAX_QUOTE
+from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
+from ctxpack.transcript import Message
 
 MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
 MENTIONED = "mentioned"
@@ -131,6 +133,17 @@ def _goal(scan: Scan) -> list[Item]:
     if not scan.asks:
         return []
     return [Item(f"- The user first asked: {quote(scan.asks[0].text)}", order=0)]
+
+
+def head_goal(head: Sequence[Message]) -> list[Item]:
+    """The goal of a record whose turns hold no ask: the user's first ask in
+    the turns kept before it, so the record does not read as if there were none."""
+    for msg in head:
+        body = user_words(msg)
+        if body is not None:
+            asked = quote(clip(body, MAX_ASK))
+            return [Item(f"- The user first asked, in the turns kept before this record: {asked}")]
+    return []
 
 
 _STATED = {

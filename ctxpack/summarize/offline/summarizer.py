@@ -21,7 +21,7 @@ from ctxpack.summarize.ledger import (
 )
 from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.scan import scan
-from ctxpack.summarize.offline.sections import build
+from ctxpack.summarize.offline.sections import build, head_goal
 from ctxpack.summarize.offline.update import merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
 from ctxpack.summarize.statements import Classified, Kind
@@ -97,6 +97,8 @@ class OfflineSummarizer:
             classify=classify,
         )
         candidates = fresh if previous is None else merge_previous(previous, fresh, found)
+        if not candidates["Goal"]:
+            candidates["Goal"] = head_goal(request.head)
         marked = {
             heading: [_marked(item, ledger) for item in items]
             for heading, items in candidates.items()
