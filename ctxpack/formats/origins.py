@@ -12,6 +12,7 @@ a tail message, whose text then starts the merged text).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ctxpack import markers
@@ -85,27 +86,38 @@ def _next_found(found: list[int | None], end: int) -> list[int]:
     return nxt
 
 
+def _unmatched(
+    out: list[Message], found: list[int | None]
+) -> Iterator[tuple[int, Message, int, bool]]:
+    """(k, message, floor, past a new summary) for each output message with no
+    original yet, in order. `floor` is the original of the last message matched
+    before it, those the caller matches during the walk (by setting `found[k]`)
+    included: a match above it keeps the output's order. Past a new summary
+    that took no original, turns line up with the end (the tail), not the start."""
+    floor, past_summary = -1, False
+    for k, msg in enumerate(out):
+        at = found[k]
+        if at is not None:
+            floor, past_summary = max(floor, at), False
+            continue
+        yield k, msg, floor, past_summary
+        placed = found[k]
+        if placed is not None:
+            floor = placed
+        elif markers.is_summary(msg):
+            past_summary = True
+
+
 def _match_text(
     out: list[Message], originals: list[Message], found: list[int | None], used: set[int]
 ) -> None:
     """A message a stage rebuilt with its text intact (its calls or reasoning
     stripped) is the unused original with that text between its neighbours'
-    originals. Matches keep the output's order: each lies past the last. Past a
-    new summary the search runs from the end, as the tail lines up with it."""
+    originals; past a new summary the search runs from the end."""
     high = _next_found(found, len(originals))
     texts: dict[int, str] = {}
-    floor = -1
-    past_summary = False
-    for k, msg in enumerate(out):
-        at = found[k]
-        if at is not None:
-            floor = max(floor, at)
-            past_summary = False
-            continue
-        if markers.is_summary(msg):
-            past_summary = True
-            continue
-        text = m.text(msg)
+    for k, msg, floor, past_summary in _unmatched(out, found):
+        text = "" if markers.is_summary(msg) else m.text(msg)
         if not text.strip():
             continue
         window = range(floor + 1, high[k])
@@ -115,7 +127,7 @@ def _match_text(
             if i not in texts:
                 texts[i] = m.text(originals[i])
             if texts[i] == text:
-                found[k] = floor = i
+                found[k] = i
                 used.add(i)
                 break
 
@@ -123,8 +135,7 @@ def _match_text(
 def _match_position(
     out: list[Message], originals: list[Message], found: list[int | None], used: set[int]
 ) -> None:
-    """The rest take the original at their offset from a matched neighbour,
-    never one before an earlier message's original, so order is kept."""
+    """The rest take the original at their offset from a matched neighbour."""
     anchors = list(found)
     prev_k: list[int | None] = []
     last: int | None = None
@@ -138,22 +149,13 @@ def _match_position(
         next_k[k] = last
         if anchors[k] is not None:
             last = k
-    floor = -1
-    # Past a new summary, turns line up with the end (the tail), not the start.
-    past_summary = False
-    for k, msg in enumerate(out):
-        anchor = anchors[k]
-        if anchor is not None:
-            floor = max(floor, anchor)
-            past_summary = False
-            continue
+    for k, msg, floor, past_summary in _unmatched(out, found):
         before_k, after_k = prev_k[k], next_k[k]
         low = anchors[before_k] if before_k is not None else -1
         high = anchors[after_k] if after_k is not None else len(originals)
         assert low is not None and high is not None
         if markers.is_summary(msg):
             placed = _merged_into(msg, originals, used, floor, high)
-            past_summary = past_summary or placed is None
         else:
             after = low + (k - (before_k if before_k is not None else -1))
             before = high - ((after_k if after_k is not None else len(out)) - k)
@@ -166,7 +168,7 @@ def _match_position(
                 None,
             )
         if placed is not None:
-            found[k] = floor = placed
+            found[k] = placed
             used.add(placed)
 
 
