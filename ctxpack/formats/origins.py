@@ -135,7 +135,11 @@ def _match_text(
 def _match_position(
     out: list[Message], originals: list[Message], found: list[int | None], used: set[int]
 ) -> None:
-    """The rest take the original at their offset from a matched neighbour."""
+    """The rest take the nearest unused original of their role from their
+    offset: counting on from the matched message before them or, past a new
+    summary, back from the one after them. A turn found by its text when read
+    back from an edited file is thus found by its place when the edit was not
+    written, and a compaction gives the same file either way."""
     anchors = list(found)
     prev_k: list[int | None] = []
     last: int | None = None
@@ -157,14 +161,11 @@ def _match_position(
         if markers.is_summary(msg):
             placed = _merged_into(msg, originals, used, floor, high)
         else:
-            after = low + (k - (before_k if before_k is not None else -1))
-            before = high - ((after_k if after_k is not None else len(out)) - k)
+            after = max(low + (k - (before_k if before_k is not None else -1)), floor + 1)
+            before = min(high - ((after_k if after_k is not None else len(out)) - k), high - 1)
+            tries = range(before, floor, -1) if past_summary else range(after, high)
             placed = next(
-                (
-                    i
-                    for i in ((before, after) if past_summary else (after, before))
-                    if floor < i < high and i not in used and m.role(originals[i]) == m.role(msg)
-                ),
+                (i for i in tries if i not in used and m.role(originals[i]) == m.role(msg)),
                 None,
             )
         if placed is not None:
