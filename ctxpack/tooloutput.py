@@ -32,8 +32,12 @@ _RUNNING_HEAD = 400
 _SESSION = re.compile(r"Process running with session ID (\d+)")
 _STILL_RUNNING_WORDS = "still running"
 _STILL_RUNNING = re.compile(re.escape(_STILL_RUNNING_WORDS), re.IGNORECASE)
-# An output that opens like this failed, whatever else it says.
-_FAILED_START = re.compile(r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted)")
+# An output that opens like this failed, whatever else it says (SWE-agent's
+# editor refuses an edit its linter rejects, and applies none of it).
+_FAILED_START = re.compile(
+    r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted"
+    r"|Your proposed edit has introduced new syntax error)"
+)
 _TESTS_RE = re.compile(
     r"(\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed)"
     r"(?:, \d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected))*)"
@@ -48,7 +52,9 @@ _CODEX_OUTPUT = "\nOutput:\n"
 _OPENHANDS_SUFFIX = re.compile(
     r"\n?\[The command (?:completed with exit code -?\d+|has no new[^\]]*)\.?\]\s*\Z"
 )
-_SWE_FOOTER = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
+_SWE_FOOTER = re.compile(
+    r"\n?\(Open file: (?P<open>[^\n]*)\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z"
+)
 _CLAUDE_EXIT = re.compile(r"\AExit code:? -?\d+\n")
 _ERROR_TAG = re.compile(r"</?tool_use_error>")
 # A note the client injects into a turn (Claude Code's system reminders): never
@@ -167,6 +173,16 @@ def exit_code(output: str) -> int | None:
         if found:
             return int(found.group(1))
     return None
+
+
+def open_file(output: str) -> str | None:
+    """The file SWE-agent's editor has open, as its output's footer names it:
+    the file its `edit` changes, which the call itself does not name."""
+    if "(Open file: " not in output:
+        return None
+    found = _SWE_FOOTER.search(output[-2000:])
+    path = found.group("open").strip() if found else ""
+    return path if path and path != "n/a" else None
 
 
 def running_session(output: str) -> str | None:

@@ -340,6 +340,11 @@ def test_user_directives_from_tau_bench() -> None:
         "Don't touch the schema.",
         "Use uv instead of pip.",
     ]
+    habits = "Please stop grouping build & commit. Let's not rename it. The tests stop running."
+    assert extract_facts([{"role": "user", "content": habits}]).directives == [
+        "Please stop grouping build & commit.",
+        "Let's not rename it.",
+    ]
 
 
 # ---- missing facts and the preserved section -------------------------------

@@ -293,7 +293,9 @@ def test_swe_agent_open_edit_find_and_bash() -> None:
     text = _line(_find(results, "open", "fields.py"))
     assert "open src/marshmallow/fields.py → 1,997 lines total" in text
     text = _line(next(r for r in results if r[0] == "edit" and "syntax error" in r[2]))
-    assert "Your proposed edit has introduced new syntax error(s)" in text
+    # The editor refused the edit (nothing applied): it failed, on the file it has open.
+    assert "edit /testbed/src/marshmallow/fields.py → error, 1,997 lines total;" in text
+    assert text.endswith('; error: "IndentationError: unexpected indent"')
     text = one_liner(
         name="find_file",
         arguments=_find(results, "find_file", "")[1],

@@ -112,8 +112,9 @@ def test_a_ledger_entry_of_one_line_drops_screen_sentences() -> None:
 def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounter) -> None:
     """The real Gemini CLI session at a 32,000-token window: the user pasted the
     team-creation dialog (box-drawn) twice and a build log once. The record's
-    Goal and Constraints hold the user's own sentences only; the ledger carries
-    each message, pastes included, cut head and tail."""
+    Goal and Constraints hold the user's own sentences only, the request to stop
+    a habit among them; the ledger carries each message, pastes included, cut
+    head and tail."""
     original = formats.read(GEMINI.read_bytes(), path=str(GEMINI))
     settings = CompressSettings(budget=Budget(context_length=32_000), force=True)
     result, _ = compress_transcript(original, counter=counter, settings=settings)
@@ -126,6 +127,7 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
     ]
     assert sections["Constraints & Preferences"] == [
         '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"',
+        '- The user said: "Please stop grouping build & commit BUT first see below"',
         "- The user said: \"'Tab to toggle List/Action' doesn't feel like the right verbiage to "
         'finalize agent selection."',
         "- The user said: \"I don't want to overhaul the rendering but maybe we drop the borders "

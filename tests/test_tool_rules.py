@@ -7,19 +7,33 @@ fact extraction (what evaluation measures)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from ctxpack import formats, markers
+from ctxpack import messages as m
+from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, fact_line
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.summarize.serialize import serialize_middle
+from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tooloutput import open_file
 from ctxpack.toolpairs import ToolUse
 from ctxpack.tools import Family, describe
 from ctxpack.transcript import Message
+from tests.conftest import FIXTURES
 from tests.test_prune import call, convo, file_view, prune, result
+
+SWE_AGENT = (
+    FIXTURES
+    / "swe-agent"
+    / "SWE-agent__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
+)
 
 
 def action(name: str, args: dict[str, Any], output: Message) -> Action:
@@ -124,3 +138,45 @@ def test_a_secret_is_masked_the_same_in_facts_the_summary_and_the_model_input(
         serialize_middle([call("c1", "Bash", {"command": command})]),
     ):
         assert secret not in shown and marker in shown
+
+
+def test_an_edit_swe_agent_refused_failed_for_every_stage_and_names_the_open_file() -> None:
+    """The real SWE-agent session: its editor refused the first edit of fields.py
+    (the linter found an IndentationError, nothing was applied); the retry was
+    applied. Neither call names the file: the editor changes the one it has open,
+    and the pruned output, the action and the record name that one."""
+    msgs = formats.read(SWE_AGENT.read_bytes(), path=str(SWE_AGENT)).sessions[0].messages
+    refused, applied = msgs[14:16], msgs[16:18]
+    fields = "/testbed/src/marshmallow/fields.py"
+    assert open_file(m.text(refused[1])) == open_file(m.text(applied[1])) == fields
+    assert open_file("344\n(Open file: n/a)\n(Current directory: /testbed)\nbash-$") is None
+    outcomes = []
+    for turn, output in (refused, applied):
+        use = ToolUse(0, "c1", "edit", m.call_arguments(m.tool_calls(turn)[0]))
+        done = make_action(use, [output], seen=set())
+        outcomes.append((done.target, done.paths, done.failed, done.outcome))
+        line = one_liner(name="edit", arguments=use.arguments, output=m.text(output))
+        assert line.startswith(f"[ctxpack pruned] edit {fields} → ")
+        assert ("→ error" in line) is done.failed
+    assert outcomes == [
+        (fields, [fields], True, "failed, IndentationError: unexpected indent"),
+        (fields, [fields], False, "ok"),
+    ]
+    assert extract_facts(refused).errors == ["IndentationError: unexpected indent"]
+
+
+def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", str(SWE_AGENT), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    record = parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+    assert record["Completed Actions"][-1] == (
+        "6. Edited /testbed/src/marshmallow/fields.py — failed,"
+        " IndentationError: unexpected indent [tool: edit]"
+    )
+    files = record["Relevant Files"]
+    assert "- /testbed/src/marshmallow/fields.py — edit failed" in files
+    assert "- /testbed/reproduce.py — edited" in files
+    assert not [line for line in files if "replacement_text" in line]

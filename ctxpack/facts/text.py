@@ -81,11 +81,25 @@ _DIRECTIVE_RE = re.compile(
     rf"|\bplease\s+{_NOT}\b"
     rf"|\b(?:I|we)\s+(?:really\s+)?{_NOT}\s+(?:want|like|need)\b"  # stated preference
     r"|\b(?:never|always|must|make sure)\b"
-    r"|\buse\b.{1,80}\binstead\b",
+    r"|\buse\b.{1,80}\binstead\b"
+    # a habit to drop: "Stop adding comments", "Let's not rename it"
+    r"|^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
+    r"|^let['’]?s\s+not\b",
     re.IGNORECASE,
 )
 # Every directive holds one of these (lowercased).
-_DIRECTIVE_HINTS = ("don", "doesn", "not", "never", "always", "must", "sure", "instead")
+_DIRECTIVE_HINTS = (
+    "don",
+    "doesn",
+    "not",
+    "never",
+    "always",
+    "must",
+    "sure",
+    "instead",
+    "stop",
+    "quit",
+)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_SENTENCE = 300
 

@@ -52,7 +52,12 @@ def one_liner(
     if images:
         size += f", {_count(images, 'image')}"
     head = ", ".join(p for p in (status, details) if p)
-    text = f"{PRUNED_PREFIX} {call.label} → " + (f"{head}; {size}" if head else size)
+    label = call.label
+    if call.family in (Family.READ, Family.WRITE) and not call.paths:
+        # A call that names no file (SWE-agent's `edit`) is of the one its output names.
+        opened = outputs.open_file(output)
+        label = f"{label} {opened}" if opened else label
+    text = f"{PRUNED_PREFIX} {label} → " + (f"{head}; {size}" if head else size)
     for kind, quote in quotes:
         text += f'; {kind}: "{quote}"'
     ids = identifiers_in(facts.body)[:MAX_IDS] if len(text) <= SHORT_CHARS else []

@@ -17,6 +17,7 @@ from ctxpack.tooloutput import (
     error_lines,
     exit_code,
     failed_with_code,
+    open_file,
     result_flagged_error,
     still_running,
     test_summary,
@@ -127,9 +128,9 @@ def _short_args(args: dict[str, Any]) -> str:
 
 
 def _target(
-    kind: str, name: str, args: dict[str, Any], raw: str, command: str | None
+    kind: str, name: str, args: dict[str, Any], raw: str, command: str | None, path: str | None
 ) -> tuple[str, str]:
-    """(display target, identity key)."""
+    """(display target, identity key); `path`: the file a read or write is of."""
     if kind == "run" and command:
         # A script is named as the facts know it (its first line), never pasted.
         lines = script_lines(command)
@@ -137,10 +138,8 @@ def _target(
             first = code_span(clip(command_fact(command), MAX_TARGET))
             return f"{first} (a {lines}-line script)", collapse(command)
         return code_span(clip(command, MAX_TARGET)), collapse(command)
-    if kind in ("read", "edit", "create"):
-        path = _arg_path(args, raw)
-        if path:
-            return clip(path, 200), path
+    if path:
+        return clip(path, 200), path
     if kind == "search":
         pattern = next((args[k] for k in PATTERN_KEYS if isinstance(args.get(k), str)), "")
         where = _arg_path(args, raw)
@@ -179,17 +178,21 @@ def make_action(
     name = use.name or "unknown"
     command = command_of(args)
     kind = _kind(name, args, command)
-    target, key = _target(kind, name, args, use.arguments, command)
+    out = "\n".join(m.text(o) for o in outputs) if output is None else output
+    path = None
+    if kind in ("read", "edit", "create"):
+        # SWE-agent's `edit` names no file: it changes the one its editor has open.
+        path = _arg_path(args, use.arguments) or open_file(out)
+    target, key = _target(kind, name, args, use.arguments, command, path)
     if command:
         head = head_of(command)
     elif kind in ("read", "edit", "create"):
         head = key.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
     else:
         head = f"{kind}:{name}"
-    paths = [key] if kind in ("read", "edit", "create") and key else []
+    paths = [path] if path else []
     if kind == "run" and command:
         paths = paths_in_command(command)
-    out = "\n".join(m.text(o) for o in outputs) if output is None else output
     flagged = any(result_flagged_error(o) for o in outputs)
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
