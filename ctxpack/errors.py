@@ -29,6 +29,11 @@ class InputError(CtxpackError):
     """The transcript cannot be read: malformed JSON, wrong types, bad encoding."""
 
 
+class MalformedRecord(InputError):
+    """One line or message of the transcript cannot be read, where the reader
+    can skip it (ReadOptions.skip_invalid) and read the rest."""
+
+
 class OutputError(CtxpackError):
     """The result cannot be written; the input is left untouched."""
 

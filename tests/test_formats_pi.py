@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.cli import app
-from ctxpack.errors import InputError
+from ctxpack.cli.app import SKIP_INVALID_HINT
+from ctxpack.errors import InputError, MalformedRecord
 from ctxpack.formats.base import ReadOptions
 from ctxpack.tokens.counter import KINDS, TokenCounter
 from tests.conftest import COUNTER, FIXTURES, SHARED
@@ -107,8 +108,11 @@ def test_an_old_layout_session_reports_its_malformed_line() -> None:
     with pytest.raises(InputError) as caught:
         formats.read(OLD.read_bytes(), path=str(OLD))
     assert caught.value.describe().startswith(f"{OLD}:440:")
+    assert isinstance(caught.value, MalformedRecord)
     result = runner.invoke(app, ["count", str(OLD)])
     assert result.exit_code != 0 and f"{OLD}:440" in result.stderr
+    # A new user learns how to read the rest of the file.
+    assert SKIP_INVALID_HINT in " ".join(result.stderr.split())
 
 
 @needs_shared

@@ -152,6 +152,17 @@ def test_a_truncated_50_mb_line_is_an_error_at_line_1(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.jsonl"]
 
 
+def test_only_a_line_that_can_be_skipped_suggests_skip_invalid(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": \n')
+    document = tmp_path / "document.json"
+    document.write_text('[{"role": "user", "content": "hi"},')
+    for source, skippable in ((lines, True), (document, False)):
+        result = runner.invoke(app, ["count", str(source)])
+        assert result.exit_code == 1, result.output
+        assert ("--skip-invalid" in _stderr(result)) is skippable, _stderr(result)
+
+
 # --- valid JSON nested deeper than Python's recursion limit --------------------
 
 DEEP = "[" * 5000 + "]" * 5000

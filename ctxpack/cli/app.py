@@ -12,10 +12,15 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 from ctxpack import __version__
 from ctxpack import files as io
 from ctxpack.cli.coerce import install
-from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError
+from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError, MalformedRecord
 
 # Command modules import the library inside their functions: `ctxpack --version`
 # and `--help` must not pay for tokenizers, rich or the pipeline.
+
+SKIP_INVALID_HINT = (
+    "--skip-invalid reads past a malformed line or message:"
+    " each one skipped is counted, and kept as it is in the output"
+)
 
 
 class Reported(TyperGroup):
@@ -30,15 +35,23 @@ class Reported(TyperGroup):
         try:
             return super().invoke(ctx)
         except CtxpackError as exc:
-            from ctxpack.cli.render import error
+            from ctxpack.cli.render import error, note
 
             error(exc.describe())
+            if isinstance(exc, MalformedRecord) and _takes(self, ctx, "skip_invalid"):
+                note(SKIP_INVALID_HINT)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             from ctxpack.cli.render import error
 
             error(INTERRUPTED_MESSAGE)
             raise typer.Exit(INTERRUPTED) from None
+
+
+def _takes(group: TyperGroup, ctx: Any, name: str) -> bool:
+    """Whether the command the group ran takes the option `name`."""
+    command = group.get_command(ctx, ctx.invoked_subcommand or "")
+    return command is not None and any(param.name == name for param in command.params)
 
 
 class Command(TyperCommand):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack.errors import InputError
+from ctxpack.errors import InputError, MalformedRecord
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, Format, ReadOptions, is_blank, split_lines
 from ctxpack.formats.docpos import ItemError, each_item, item_input_error
@@ -275,7 +275,7 @@ def _recording_lines(
             if options.skip_invalid:
                 skipped += 1
                 continue
-            raise InputError(str(exc), path=path, line=number) from None
+            raise MalformedRecord(str(exc), path=path, line=number) from None
         if isinstance(obj, dict) and isinstance(obj.get("$rewindTo"), str):
             ids = list(records)
             cut = ids.index(obj["$rewindTo"]) if obj["$rewindTo"] in ids else 0

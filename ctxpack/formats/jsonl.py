@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxpack.errors import InputError
+from ctxpack.errors import MalformedRecord
 from ctxpack.formats import jsoncodec
 from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
 
@@ -44,7 +44,7 @@ def parse(data: bytes, *, path: str, options: ReadOptions) -> Lines:
                 reason = str(exc)
                 if index == len(raw) - 1 and not final_newline:
                     reason += " (the last line looks truncated)"
-                raise InputError(reason, path=path, line=index + 1) from None
+                raise MalformedRecord(reason, path=path, line=index + 1) from None
             skipped += 1
             objs.append(None)
             continue

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxpack.errors import InputError, UsageError
+from ctxpack.errors import InputError, MalformedRecord, UsageError
 from ctxpack.formats import jsoncodec, keypath
 from ctxpack.formats.base import (
     BOM,
@@ -210,7 +210,7 @@ class OpenAIFormat(Format, name="openai", writable=True):
                         and not isinstance(exc, InputError)
                     ):
                         reason += " (the last line looks truncated)"
-                    raise InputError(reason, path=path, line=index + 1) from None
+                    raise MalformedRecord(reason, path=path, line=index + 1) from None
                 skipped += 1
                 raw = kept(line)
                 junk.setdefault(len(parsed), []).append(raw)
@@ -341,7 +341,7 @@ def _message_list_session(
         problem = validate_message(msg)
         if problem:
             if not options.skip_invalid:
-                raise InputError(f"message {number}: {problem}", path=path)
+                raise MalformedRecord(f"message {number}: {problem}", path=path)
             skipped += 1
             junk.setdefault(len(originals), []).append(msg)
             continue

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxpack.errors import InputError
+from ctxpack.errors import InputError, MalformedRecord
 from ctxpack.formats import jsoncodec, jsonspans
 from ctxpack.formats.base import BOM, ReadOptions, join_lines, split_lines
 from ctxpack.transcript import Session
@@ -41,7 +41,7 @@ class RecordLines:
                 sessions.append(session(jsoncodec.loads(line), number))
             except (ValueError, jsoncodec.JSONError) as exc:
                 if not options.skip_invalid:
-                    raise InputError(str(exc), path=path, line=number + 1) from None
+                    raise MalformedRecord(str(exc), path=path, line=number + 1) from None
                 skipped += 1
         return sessions, skipped
 
