@@ -119,6 +119,22 @@ def test_paths_with_spaces_from_codex_shell_quoting_and_backticks() -> None:
     assert "/Users/anmolbhardwaj/.codex/skills/apply-grant/SKILL.md" in facts.paths
 
 
+def test_what_a_search_is_told_to_match_is_no_file_it_read() -> None:
+    """The real Codex session ran `rg --files DIR -g 'package.json' -g
+    'Anchor.toml' …`: a listing of the files of those names, none of them read."""
+    facts = extract_facts(codex_messages(CODEX))
+    assert not {"package.json", "Anchor.toml"} & set(facts.paths)
+    assert "/Users/anmolbhardwaj/Documents/New project" in facts.paths
+    cases = {
+        "find . -name setup.py -o -iname 'README*'": [],
+        "grep -rn main --include=app.py src/cli.py": ["src/cli.py"],
+        "rg -g package.json --files && cat package.json": ["package.json"],
+        "bash -e scripts/run.sh": ["scripts/run.sh"],
+    }
+    for command, paths in cases.items():
+        assert extract_facts([call("c1", "Bash", {"command": command})]).paths == paths, command
+
+
 def test_no_paths_from_tags_urls_or_half_quoted_words() -> None:
     facts = extract_facts(codex_messages(CODEX))
     # "</environment_context>" closes a tag; it is not a path.

@@ -152,6 +152,8 @@ def test_codex_session(counter: TokenCounter) -> None:
     assert "still running" in in_progress and "rsync -a" in in_progress
     files = section(text, "Relevant Files")
     assert "- /Users/anmolbhardwaj/Documents/New project/README.md — read" in files
+    # `rg --files … -g 'package.json'` read no package.json.
+    assert not [line for line in files if line.startswith(("- package.json", "- Anchor.toml"))]
     assert section(text, "Goal")[0] == (
         '- The user first asked: "help me apply for the agentic engineering grant by Superteam"'
     )

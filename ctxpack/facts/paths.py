@@ -179,6 +179,20 @@ def paths_in_command(command: str) -> list[str]:
     return list(_command_paths(command))
 
 
+# What a search is told to match is a name or a pattern, not a file it read:
+# `rg --files -g package.json` lists the files of that name, `find . -name
+# x.py` looks for them. The word after one of these flags (or after its "=")
+# of one of these programs is left out.
+_SEARCHERS = frozenset(["rg", "grep", "egrep", "fgrep", "ag", "ack", "find", "fd", "fdfind"])
+_PATTERN_FLAGS = frozenset(
+    [
+        *("-g", "--glob", "--iglob", "-e", "--regexp", "--include", "--exclude", "--exclude-dir"),
+        *("-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename"),
+    ]
+)
+_COMMAND_BREAKS = frozenset(["&&", "||", "|", ";"])
+
+
 @lru_cache(maxsize=4096)
 def _command_paths(command: str) -> tuple[str, ...]:
     # Agents run the same commands over and over; shell parsing is slow.
@@ -187,11 +201,44 @@ def _command_paths(command: str) -> tuple[str, ...]:
         words = shlex.split(command, comments=False, posix=True)
     except ValueError:
         words = []
-    for word in words:
+    text = command
+    for word in _named(words):
+        if word.startswith(_PATTERN_MARK):
+            # A pattern is not read in the command's text either.
+            text = text.replace(word[len(_PATTERN_MARK) :], " ")
+            continue
         if word.startswith("-") and "=" in word:
             word = word.split("=", 1)[1]
         candidate = clean_path(word)
         if looks_like_path(candidate, spaces=True):
             out.append(candidate)
-    out.extend(paths_in_text(command))
+    out.extend(paths_in_text(text))
     return tuple(dedupe(out))
+
+
+_PATTERN_MARK = "\0pattern:"
+
+
+def _named(words: list[str]) -> list[str]:
+    """The words of a command, each pattern a search is given marked as one."""
+    out: list[str] = []
+    program, pattern_next = "", False
+    for word in words:
+        if pattern_next:
+            out.append(_PATTERN_MARK + word)
+            pattern_next = False
+            continue
+        if word in _COMMAND_BREAKS:
+            program = ""
+        elif not program:
+            program = word.rsplit("/", 1)[-1]
+        elif program in _SEARCHERS:
+            flag, equals, value = word.partition("=")
+            if flag in _PATTERN_FLAGS:
+                if equals:
+                    out.append(_PATTERN_MARK + value)
+                else:
+                    pattern_next = True
+                continue
+        out.append(word)
+    return out
