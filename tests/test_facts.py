@@ -128,6 +128,8 @@ def test_what_a_search_is_told_to_match_is_no_file_it_read() -> None:
     cases = {
         "find . -name setup.py -o -iname 'README*'": [],
         "grep -rn main --include=app.py src/cli.py": ["src/cli.py"],
+        # A one-letter pattern is not cut out of the paths around it.
+        "grep -e a src/app.py": ["src/app.py"],
         "rg -g package.json --files && cat package.json": ["package.json"],
         "bash -e scripts/run.sh": ["scripts/run.sh"],
     }

@@ -201,31 +201,25 @@ def _command_paths(command: str) -> tuple[str, ...]:
         words = shlex.split(command, comments=False, posix=True)
     except ValueError:
         words = []
-    text = command
-    for word in _named(words):
-        if word.startswith(_PATTERN_MARK):
-            # A pattern is not read in the command's text either.
-            text = text.replace(word[len(_PATTERN_MARK) :], " ")
-            continue
+    kept = _without_patterns(words)
+    for word in kept:
         if word.startswith("-") and "=" in word:
             word = word.split("=", 1)[1]
         candidate = clean_path(word)
         if looks_like_path(candidate, spaces=True):
             out.append(candidate)
-    out.extend(paths_in_text(text))
+    # A pattern is not read in the command's text either: the text scanned is
+    # then the command's other words, quoted again.
+    out.extend(paths_in_text(command if len(kept) == len(words) else shlex.join(kept)))
     return tuple(dedupe(out))
 
 
-_PATTERN_MARK = "\0pattern:"
-
-
-def _named(words: list[str]) -> list[str]:
-    """The words of a command, each pattern a search is given marked as one."""
+def _without_patterns(words: list[str]) -> list[str]:
+    """The words of a command but the patterns a search is given (and their flags)."""
     out: list[str] = []
     program, pattern_next = "", False
     for word in words:
         if pattern_next:
-            out.append(_PATTERN_MARK + word)
             pattern_next = False
             continue
         if word in _COMMAND_BREAKS:
@@ -233,12 +227,9 @@ def _named(words: list[str]) -> list[str]:
         elif not program:
             program = word.rsplit("/", 1)[-1]
         elif program in _SEARCHERS:
-            flag, equals, value = word.partition("=")
+            flag, equals, _ = word.partition("=")
             if flag in _PATTERN_FLAGS:
-                if equals:
-                    out.append(_PATTERN_MARK + value)
-                else:
-                    pattern_next = True
+                pattern_next = not equals
                 continue
         out.append(word)
     return out
