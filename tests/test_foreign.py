@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers
+from ctxpack.cli import app
 from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import previous_entries
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import parse, render
+from tests.conftest import FIXTURES
+
+STREAM = (
+    FIXTURES
+    / "claude-stream-json"
+    / "openagents__logs__20251222_175115-call-issue-ready-now-to.jsonl"
+)
 
 CLAUDE = """This session is being continued from a previous conversation that ran out \
 of context. The conversation is summarized below:
@@ -52,10 +65,9 @@ def test_claude_code_sections_map_onto_ours() -> None:
     # Left out: the opening line, the Analysis scratchpad (2), the closing line.
     assert (merged.merged_sections, merged.left_out_lines) == (9, 4)
     text = merged.text
-    assert _section(text, "Goal") == [
-        "- Write a log parser for the access logs",
-        "- Keep it in the standard library only",
-    ]
+    # What the user asked for is the goal; the rule they set is a constraint.
+    assert _section(text, "Goal") == ["- Write a log parser for the access logs"]
+    assert _section(text, "Constraints & Preferences") == ["- Keep it in the standard library only"]
     assert _section(text, "Relevant Files") == [
         "- **parser.py**:\n  - Added `parse_line()`:\n    ```python\n    def parse_line(line):\n"
         "        return PATTERN.match(line)\n    ```"
@@ -103,3 +115,22 @@ def test_our_own_record_is_left_as_it_is() -> None:
     ours = render({heading: [f"- {heading} item"] for heading in HEADINGS})
     assert to_template(ours) is None
     assert to_template("   ") is None
+
+
+def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: Path) -> None:
+    """The real Claude Code stream-json session holds Claude Code's own summary,
+    whose request section lists the loop to run and the rules of it."""
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", str(STREAM), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    record = next(markers.summary_body(msg) for msg in messages if markers.is_summary(msg))
+    assert _section(record, "Constraints & Preferences") == [
+        "- Follow FULL AUTO MODE rules: never stop, never summarize progress, immediately call"
+        " issue_ready after each completion",
+        "- Always git push after each commit",
+    ]
+    assert _section(record, "Goal")[0] == (
+        "- Start autonomous loop mode by calling issue_ready and continuously working on issues"
+    )

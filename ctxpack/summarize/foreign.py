@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
 from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.statements import is_constraint
 from ctxpack.summarize.template import PREAMBLE, Sections, canonical_heading, empty_sections
 from ctxpack.summarize.template import parse as parse_template
 from ctxpack.summarize.template import render as render_template
@@ -53,6 +54,7 @@ _TARGETS = {
     "todo": "Historical Remaining Work",
     "context": "Critical Context",
 }
+_REQUEST = "primary request and intent"
 _CLAUDE_OPENING = "This session is being continued from a previous conversation"
 _CLOSING_RE = re.compile(r"^\s*Please continue the conversation from where we left", re.I)
 _NUMBERED_RE = re.compile(r"^\s{0,3}\d+\.\s+\**([A-Za-z][^*:\n]{1,60}?)\**\s*:\**\s*(.*)$")
@@ -138,7 +140,11 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             target = canonical if canonical in HEADINGS else _TARGETS.get(title.lower(), "")
             prefix = "" if target else f"{title}: "
             target = target or "Critical Context"
-        out[target].extend(_prefixed(item, prefix) for item in items)
+        for item in items:
+            # Claude Code's request section mixes what the user asked for with
+            # the rules they set ("Always push after each commit").
+            rule = title.lower() == _REQUEST and is_constraint(item)
+            out["Constraints & Preferences" if rule else target].append(_prefixed(item, prefix))
     return out, count
 
 
