@@ -76,14 +76,16 @@ _WORD_CHAR = re.compile(r"\w")
 _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
 _NOT = r"(?:don['’]t|do not|doesn['’]t|does not)"
+# A habit the user tells the agent to drop ("Stop adding comments", "please
+# stop …"): a directive among the facts, and a constraint in the record.
+DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
 _DIRECTIVE_RE = re.compile(
     rf"^(?:please\s+)?{_NOT}\b"  # imperative: "Don't touch the schema"
     rf"|\bplease\s+{_NOT}\b"
     rf"|\b(?:I|we)\s+(?:really\s+)?{_NOT}\s+(?:want|like|need)\b"  # stated preference
     r"|\b(?:never|always|must|make sure)\b"
     r"|\buse\b.{1,80}\binstead\b"
-    # a habit to drop: "Stop adding comments", "Let's not rename it"
-    r"|^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
+    rf"|{DROP_HABIT}"
     r"|^let['’]?s\s+not\b",
     re.IGNORECASE,
 )

@@ -24,9 +24,11 @@ from ctxpack.summarize.template import parse as parse_template
 from ctxpack.summarize.template import render as render_template
 
 # Section names other agents use, lower-cased, and where their items go.
+# Claude Code's request section, which mixes the ask with the user's rules.
+_REQUEST = "primary request and intent"
 _TARGETS = {
     # Claude Code /compact.
-    "primary request and intent": "Goal",
+    _REQUEST: "Goal",
     "key technical concepts": "Critical Context",
     "files and code sections": "Relevant Files",
     "errors and fixes": "Resolved Questions",
@@ -54,7 +56,6 @@ _TARGETS = {
     "todo": "Historical Remaining Work",
     "context": "Critical Context",
 }
-_REQUEST = "primary request and intent"
 _CLAUDE_OPENING = "This session is being continued from a previous conversation"
 _CLOSING_RE = re.compile(r"^\s*Please continue the conversation from where we left", re.I)
 _NUMBERED_RE = re.compile(r"^\s{0,3}\d+\.\s+\**([A-Za-z][^*:\n]{1,60}?)\**\s*:\**\s*(.*)$")
@@ -141,8 +142,6 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             prefix = "" if target else f"{title}: "
             target = target or "Critical Context"
         for item in items:
-            # Claude Code's request section mixes what the user asked for with
-            # the rules they set ("Always push after each commit").
             rule = title.lower() == _REQUEST and is_constraint(item)
             out["Constraints & Preferences" if rule else target].append(_prefixed(item, prefix))
     return out, count

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ctxpack.facts.text import sentences, values_in
+from ctxpack.facts.text import DROP_HABIT, sentences, values_in
 from ctxpack.summarize.pasted import prose
 
 Kind = Literal["constraint", "goal", "fact"]
@@ -95,8 +95,7 @@ _MODAL_RE = re.compile(
     r"|ensure|no more than|at most|at least|not allowed|forbidden|required?|cap(?:ped)?"
     r"|limit(?:ed)? to|under no circumstances|stick (?:to|with)|instead|refrain|keep it"
     r"|(?:i|we) (?:(?:really|would|d) )?(?:like|love|hate|dislike)|^(?:please )?use"
-    r"|(?:i|we)(?:['’]d| would) rather|rather than|let['’]?s not"
-    r"|^(?:please |just )?(?:stop|quit) \w+ing|please (?:stop|quit))\b",
+    rf"|(?:i|we)(?:['’]d| would) rather|rather than|let['’]?s not|{DROP_HABIT})\b",
     re.IGNORECASE,
 )
 _GOAL_RE = re.compile(
