@@ -85,7 +85,7 @@ def is_summary(msg: Message) -> bool:
     first = next((text for text in parts if not text.isspace()), "")
     if first.startswith(_OPENINGS, _text_start(first)):
         return True
-    # A summary merged into a tail message (after that message's own text).
+    # A summary merged after a tail message's own text (as earlier versions wrote it).
     merged = any(_PREFIX_HEAD in text for text in parts)
     return merged and any(SUMMARY_END in text for text in parts)
 
@@ -103,18 +103,30 @@ def _text_start(text: str) -> int:
     return found.end() if found else 0
 
 
+def block_span(text: str) -> tuple[int, int] | None:
+    """Where our record sits in `text`: from its prefix to past its end marker
+    (or to the end of `text` when the marker is missing); None: no record.
+    The marker is the first at a line's start after the prefix: the record
+    may be followed by the text of the turn it rides in, which could quote it."""
+    start = text.find(_PREFIX_HEAD)
+    if start < 0:
+        return None
+    end = text.find(f"\n{SUMMARY_END}", start)
+    return start, len(text) if end < 0 else end + 1 + len(SUMMARY_END)
+
+
 def summary_body(msg: Message) -> str:
     """The summary text itself, without our prefix, end marker or merged text."""
     body = m.text(msg)
-    head = SUMMARY_PREFIX.split("\n", 1)[0]
-    start = body.find(head)
-    if start >= 0:
-        body = body[start:]
-        body = body[len(SUMMARY_PREFIX) :] if body.startswith(SUMMARY_PREFIX) else body[len(head) :]
+    span = block_span(body)
+    if span is not None:
+        body = body[span[0] : span[1]].removesuffix(SUMMARY_END)
+        body = (
+            body[len(SUMMARY_PREFIX) :]
+            if body.startswith(SUMMARY_PREFIX)
+            else body[len(_PREFIX_HEAD) :]
+        )
         body = body.removeprefix(f" {RECALL_NOTE}")
-        end = body.rfind(SUMMARY_END)
-        if end >= 0:
-            body = body[:end]
     return body.strip()
 
 

@@ -97,21 +97,36 @@ def test_both_roles_collide_merges_into_first_tail_message() -> None:
     out = detail.messages
     assert detail.merged and detail.summary_index == 3 and detail.role == "user"
     assert _roles(out) == ["system", "user", "assistant", "user", "assistant"]
-    assert out[3]["content"] == f"please also add tests\n\n{summary_block(BODY)}"
+    # The record tells of turns before this one: it comes first, and the
+    # user's words are the last thing the model reads.
+    assert out[3]["content"] == f"{summary_block(BODY)}\n\nplease also add tests"
     assert latest["content"] == "please also add tests"
     assert is_summary(out[3]) and summary_body(out[3]) == BODY
     assert without_merged_summary(out[3]) == latest
     assert without_merged_summary({"role": "user", "content": summary_block(BODY)}) is None
 
 
-def test_merge_into_list_content_appends_a_text_part() -> None:
+def test_a_record_merged_after_the_text_by_an_earlier_version_reads_back() -> None:
+    earlier = {"role": "user", "content": f"please also add tests\n\n{summary_block(BODY)}"}
+    assert is_summary(earlier) and summary_body(earlier) == BODY
+    assert without_merged_summary(earlier) == user("please also add tests")
+
+
+def test_the_turns_text_may_quote_the_end_marker() -> None:
+    own = f"why does the file say {SUMMARY_END}?"
+    merged = {"role": "user", "content": f"{summary_block(BODY)}\n\n{own}"}
+    assert summary_body(merged) == BODY
+    assert without_merged_summary(merged) == user(own)
+
+
+def test_merge_into_list_content_prepends_a_text_part() -> None:
     parts: list[dict[str, Any]] = [{"type": "text", "text": "see screenshot"}]
     parts.append({"type": "image_url", "image_url": {"url": "data:,"}})
     latest = {"role": "user", "content": parts}
     out = assemble(
         head=[system(), user(), assistant()], summary=BODY, tail=[latest], first_compaction=False
     ).messages
-    assert out[3]["content"] == [*parts, {"type": "text", "text": summary_block(BODY)}]
+    assert out[3]["content"] == [{"type": "text", "text": summary_block(BODY)}, *parts]
     assert without_merged_summary(out[3]) == latest
 
 
@@ -176,11 +191,12 @@ def _check_assembled(before: list[Message], tail: list[Message], detail: Assembl
         assert not _same_chat_role(out[at], out[at + 1])
     latest = latest_real_user(before)
     if latest is not None and any(before[latest] is msg for msg in tail):
-        # Blank user turns after it ask nothing; the last one that does must be it.
+        # Blank user turns after it ask nothing; the last one that does must be it
+        # (with the record before its words, when the record rides in it).
         asking = [m.role(msg) == "user" and m.has_visible_text(msg) for msg in out]
         last_user = [msg for msg, ask in zip(out, asking, strict=True) if ask][-1]
         text = m.text(before[latest])
-        assert last_user is before[latest] or m.text(last_user).startswith(text)
+        assert last_user is before[latest] or m.text(last_user).endswith(text)
     has_system = any(m.role(msg) == "system" for msg in before)
     assert sum(has_system_note(msg) for msg in out) == int(has_system)
 
@@ -223,7 +239,7 @@ def test_tau_bench_sessions_compact_twice() -> None:
         out = _compact(session.messages, budget, BODY)
         assert out is not None
         compacted += 1
-        merged += not any(m.text(msg).startswith(SUMMARY_PREFIX) for msg in out)
+        merged += any(is_summary(msg) and without_merged_summary(msg) for msg in out)
         assert out[0]["content"].endswith(f"\n\n{SYSTEM_NOTE}")
         _check_second_compaction(out, budget)
     assert compacted == 60 and merged > 0

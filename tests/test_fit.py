@@ -26,7 +26,7 @@ from ctxpack.pipeline.run import FALLBACK_FORMAT, output_format, read_transcript
 from ctxpack.settings import resolve
 from ctxpack.tokens.tally import count_transcript
 from ctxpack.transcript import Transcript
-from tests.conftest import COUNTER, FIXTURES, SHARED
+from tests.conftest import COUNTER, FIXTURES, SHARED, TAU_BENCH
 from tests.test_user_ledger import ROUNDS, planted, turns
 
 runner = CliRunner()
@@ -138,12 +138,19 @@ def test_compress_fit_through_the_cli_writes_at_most_the_budget(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    "path", [PI, SMALL, FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"]
+    ("path", "spec"),
+    [
+        (PI, "20%"),
+        (SMALL, "20%"),
+        (FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl", "20%"),
+        # Sessions whose record rides in their first tail message.
+        (TAU_BENCH, "60%"),
+    ],
 )
 def test_the_dry_run_plan_totals_the_tokens_of_the_written_output(
-    path: Path, tmp_path: Path
+    path: Path, spec: str, tmp_path: Path
 ) -> None:
-    plan = runner.invoke(app, ["compress", "--fit", "20%", "--dry-run", "--json", str(path)])
+    plan = runner.invoke(app, ["compress", "--fit", spec, "--dry-run", "--json", str(path)])
     assert plan.exit_code == 0, plan.output
     document = json.loads(plan.stdout)
     rows = document["rows"]
@@ -159,15 +166,19 @@ def test_the_dry_run_plan_totals_the_tokens_of_the_written_output(
         "record",
     }
     assert all(r["reason"] for r in rows)
+    # A tail message that carries the record counts as itself; the record row has the rest.
+    riding = [r for r in rows if r["reason"] == "verbatim; the record rides in it"]
+    assert bool(riding) == (path == TAU_BENCH)
     out = tmp_path / "out.jsonl"
     written = runner.invoke(
-        app, ["compress", "--fit", "20%", "--no-archive", str(path), "-o", str(out)]
+        app, ["compress", "--fit", spec, "--no-archive", str(path), "-o", str(out)]
     )
     assert written.exit_code == 0, written.output
     counted = json.loads(runner.invoke(app, ["count", "--json", str(out)]).stdout)["total"][
         "tokens"
     ]
     assert document["total"] == document["tokens_after"] == counted <= document["budget"]
+    assert sum(r["tokens_after"] for r in rows) == counted
 
 
 def test_the_dry_run_table_goes_to_stderr_and_writes_nothing(tmp_path: Path) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from ctxpack import markers
 from ctxpack import messages as m
 from ctxpack.fit.plan import Action, FitRow, Region
 from ctxpack.prune.stage import SHRINK, PruneResult
 from ctxpack.report import SessionReport
+from ctxpack.summarize.assemble import without_merged_summary
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
-
-_PREFIX_HEAD = markers.SUMMARY_PREFIX.split("\n", 1)[0]
 
 
 def rows_of(
@@ -65,7 +63,8 @@ def rows_of(
         for i in range(head_end, tail_start)
     ]
     record = out[head_end]
-    merged = not m.text(record).lstrip().startswith(_PREFIX_HEAD)
+    # A record that rides in a tail message leaves that message's own content.
+    merged = without_merged_summary(record) is not None
     position = head_end if merged else head_end + 1
     tail: list[FitRow] = []
     for index in range(tail_start, len(original)):

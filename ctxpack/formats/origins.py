@@ -176,7 +176,8 @@ def _match_position(
 def _merged_into(
     msg: Message, originals: list[Message], used: set[int], low: int, high: int
 ) -> int | None:
-    """The tail message a summary was merged into: its own text comes first."""
+    """The tail message a summary was merged into: its own text comes after
+    the summary (or before it, in a file an earlier version wrote)."""
     text = m.text(msg)
     for i in range(low + 1, high):
         own = m.text(originals[i])
@@ -184,21 +185,24 @@ def _merged_into(
             i not in used
             and m.role(originals[i]) == m.role(msg)
             and own.strip()
-            and text.startswith(own)
             and len(text) > len(own)
+            and (text.endswith(own) or text.startswith(own))
         ):
             return i
     return None
 
 
 def merged_summary(msg: Message, original: Message) -> str | None:
-    """The summary text a stage appended to an original message, if it did."""
+    """The summary text a stage merged into an original message, if it did:
+    before the message's own text, or after it in a file an earlier version wrote."""
     text, own = m.text(msg), m.text(original)
     if not markers.is_summary(msg):
         return None
     if not own.strip():
         # A turn with no text of its own (only calls or reasoning) took the summary.
         rest = text.strip("\n")
+    elif text.endswith(own) and len(text) > len(own):
+        rest = text[: -len(own)].rstrip("\n")
     elif text.startswith(own):
         rest = text[len(own) :].lstrip("\n")
     else:

@@ -11,6 +11,7 @@ from ctxpack.markers import (
     SUMMARY_END,
     SUMMARY_PREFIX,
     SYSTEM_NOTE,
+    block_span,
     has_system_note,
     summary_prefix,
 )
@@ -57,8 +58,9 @@ def assemble(
     merged = role is None
     if role is None:
         # Either role would sit next to a message of the same role: the
-        # summary rides along in the first tail message instead.
-        out = [*head, {**tail[0], "content": _append_text(tail[0].get("content"), block)}]
+        # summary rides along in the first tail message instead, before that
+        # message's own text, which it precedes in time.
+        out = [*head, {**tail[0], "content": _prepend_text(tail[0].get("content"), block)}]
         out.extend(tail[1:])
         role = m.role(tail[0])
     else:
@@ -122,13 +124,23 @@ def _append_text(content: Any, text: str) -> Any:
     return text
 
 
+def _prepend_text(content: Any, text: str) -> Any:
+    """Content with `text` before what was there (a new first part for part lists)."""
+    if isinstance(content, list):
+        return [{"type": "text", "text": text}, *content]
+    if isinstance(content, str) and content.strip():
+        return f"{text}\n\n{content}"
+    return text
+
+
 def without_merged_summary(msg: Message) -> Message | None:
     """A message whose content had our summary merged into it, as it was before
-    the merge; None when the message is nothing but a summary."""
+    the merge; None when the message is nothing but a summary. The summary
+    sits before the message's own text, or after it where an earlier version
+    of ctxpack wrote the file."""
     content = msg.get("content")
     if isinstance(content, str):
-        start = content.find(_PREFIX_HEAD)
-        own = content[:start].rstrip() if start >= 0 else content
+        own = _outside_block(content)
         if own.strip():
             return {**msg, "content": own}
         return {**msg, "content": None} if m.tool_calls(msg) else None
@@ -137,6 +149,17 @@ def without_merged_summary(msg: Message) -> Message | None:
         rest = {**msg, "content": parts}
         return rest if m.has_visible_text(rest) or m.tool_calls(rest) else None
     return None
+
+
+def _outside_block(content: str) -> str:
+    """`content` without the summary block in it, and the blank line that joined them."""
+    span = block_span(content)
+    if span is None:
+        return content
+    start, end = span
+    if start == 0:
+        return content[end:].removeprefix("\n\n")
+    return content[:start].rstrip()
 
 
 def _is_block(text: Any) -> bool:
