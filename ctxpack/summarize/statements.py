@@ -98,6 +98,22 @@ _MODAL_RE = re.compile(
     rf"|(?:i|we)(?:['’]d| would) rather|rather than|let['’]?s not|{DROP_HABIT})\b",
     re.IGNORECASE,
 )
+# Modal words that state a fact, not a rule: what the user does not have or
+# remember, a guess ("there must be a way", "I must have left it"), a promise
+# of their own ("I'll make sure to find it"), a habit of the past, and what a
+# thing does not do (a report of how it behaves, not how it should).
+_NOT_A_RULE_RE = re.compile(
+    r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
+    r"\s+(?:remember|recall|know|have|think|see|understand|believe|mind|care|recogni[sz]e)\b"
+    r"|\bthere must be\b|\bmust(?:['’]ve| have) (?:been|gone|done|made|had|left|lost|forgotten"
+    r"|seen|sent|taken|got(?:ten)?|\w+ed)\b"
+    r"|\b(?:i|we)(?:['’]ll| will| shall|['’]m going to| am going to| are going to)(?: \w+)?"
+    r" (?:make sure|ensure)\b"
+    r"|\bnever ?mind\b|(?:['’]ve|\bhave|\bhas|\bhad) always\b|\bas always\b"
+    r"|\b(?:doesn['’]t|does not|didn['’]t|did not)\s+(?:work|change|adhere|exist|show|render"
+    r"|compile|run|happen|load|match|refund)\b",
+    re.IGNORECASE,
+)
 _GOAL_RE = re.compile(
     r"\b(?:goal|objective|aim is|milestone|phase|stage \d|we(?:['’]re| are) (?:on|at|in|now)"
     r"|working (?:on|toward)|trying to|the task is|we need to|i want (?:you )?to|deliver"
@@ -247,11 +263,25 @@ def kind_of(sentence: str) -> Kind | None:
         return "fact"
     if sentence.rstrip().endswith("?"):
         return None
-    if _MODAL_RE.search(sentence):
+    if _states_a_rule(sentence):
         return "constraint"
     if _GOAL_RE.search(sentence):
         return "goal"
     return "fact" if values_of(sentence) or values_in(sentence) else None
+
+
+def _states_a_rule(sentence: str) -> bool:
+    """A modal word outside every phrase in which it states a fact."""
+    found = _MODAL_RE.search(sentence)
+    if found is None:
+        return False
+    facts = [mt.span() for mt in _NOT_A_RULE_RE.finditer(sentence)]
+    if not facts:
+        return True
+    return any(
+        not any(start <= mt.start() < end for start, end in facts)
+        for mt in _MODAL_RE.finditer(sentence)
+    )
 
 
 # classified(), or a memo of it for a run that asks about the same text twice.
