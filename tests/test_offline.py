@@ -26,7 +26,7 @@ from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
 from ctxpack.summarize.template import item_key, item_number, parse, render
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
-from tests.conftest import TAU_BENCH
+from tests.conftest import FIXTURES, SHARED, TAU_BENCH
 from tests.test_facts import CODEX, HAIKU, OPUS, claude_messages, codex_messages
 from tests.test_formats_support import summaries
 
@@ -182,6 +182,72 @@ def test_a_record_whose_turns_hold_no_ask_names_the_ask_kept_before_it(
     # An ask in the turns is the goal, as before.
     text = summarize(CODEX_MESSAGES[2:20], counter).text
     assert section(text, "Goal") == [f'- The user first asked: "{CODEX_ASK}"']
+
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+PI_STUB = FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"
+PI_TASK = (
+    "Task: build a tally of the numbers 1 to 300 in tally.txt. Constraint: keep every file"
+    " inside this directory and never delete anything. Start by printing the numbers."
+)
+
+
+THEN_ASKED = "- The user's first ask is kept before this record; in these turns, they then asked: "
+
+
+def test_a_first_ask_after_the_one_kept_before_the_record_is_a_follow_up(
+    counter: TokenCounter,
+) -> None:
+    # The real session opens with the client command "/mode", then the task.
+    messages = formats.read(PI_LARGE.read_bytes(), path=PI_LARGE.name).sessions[0].messages
+    head, middle = messages[:3], messages[3:80]
+    assert m.text(head[0]) == "/mode" and user_words(head[0]) is None
+    assert user_words(head[2]) is not None
+    request = SummaryRequest(middle=middle, head=head, budget_tokens=3000)
+    goal = section(OfflineSummarizer().summarize(request, counter=counter).text, "Goal")
+    assert goal[0].startswith(THEN_ASKED)
+    assert not any(line.startswith("- The user first asked") for line in goal)
+    # With only the client command kept before it, the first ask is the task.
+    request = SummaryRequest(middle=middle, head=head[:2], budget_tokens=3000)
+    goal = section(OfflineSummarizer().summarize(request, counter=counter).text, "Goal")
+    assert goal[0].startswith('- The user first asked: "')
+    # With no ask in the turns, the one kept before them is named, not the command.
+    request = SummaryRequest(middle=middle[:1], head=head, budget_tokens=3000)
+    goal = section(OfflineSummarizer().summarize(request, counter=counter).text, "Goal")
+    assert goal == [
+        '- The user first asked, in the turns kept before this record: "read packages/'
+        "coding-agent/docs/theme.md in full, then theme.ts, and then oauth-selector or any of"
+        " the other selectors. we still need to port over user-message-selector.ts based on"
+        ' the patterns you find in the other files"'
+    ]
+
+
+def test_the_cli_record_points_back_to_the_task_kept_before_it(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", str(PI_STUB), "-o", str(out)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    messages = formats.read(out.read_bytes(), path=out.name).sessions[0].messages
+    (record,) = summaries(messages)
+    assert section(m.text(record), "Goal") == [
+        f'{THEN_ASKED}"Now write them to tally.txt, one per line."'
+    ]
+    # The task itself is before the record, word for word.
+    assert [user_words(msg) for msg in messages].index(PI_TASK) < messages.index(record)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("/mode", None),
+        ("  /model:list \n", None),
+        ("/tmp/out.log is empty", "/tmp/out.log is empty"),
+        ("/etc/hosts", "/etc/hosts"),
+        ("/plan add a login page", "/plan add a login page"),
+    ],
+)
+def test_a_bare_slash_command_is_not_the_users_words(text: str, words: str | None) -> None:
+    assert user_words({"role": "user", "content": text}) == words
 
 
 def test_the_cli_record_names_the_ask_kept_before_it(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ class OfflineSummarizer:
         previous = None if request.previous_summary is None else parse(request.previous_summary)
         # An update numbers its new actions after the previous record's.
         start = 1 if previous is None else max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
+        asked = head_goal(request.head)
         fresh = build(
             found,
             date=date,
@@ -95,10 +96,11 @@ class OfflineSummarizer:
             said=said,
             replaced=replaced,
             classify=classify,
+            asked_before=bool(asked),
         )
         candidates = fresh if previous is None else merge_previous(previous, fresh, found)
         if not candidates["Goal"]:
-            candidates["Goal"] = head_goal(request.head)
+            candidates["Goal"] = asked
         marked = {
             heading: [_marked(item, ledger) for item in items]
             for heading, items in candidates.items()
