@@ -242,6 +242,12 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("The ticket is JUDGE-004.", "fact"),
         ("Goal: ship the exporter.", "goal"),
         ("We are on phase 3 of 6.", "goal"),
+        ("I'm trying to change my flight to Las Vegas.", "goal"),
+        ("Our progress so far: the parser is done.", "goal"),
+        # Whose effort, and which status, decide it.
+        ("Thanks for trying to help.", None),
+        ("That sounds like some progress.", None),
+        ("Given my status, I was hoping for more.", None),
         ("thanks", None),
         ("Can you look at the logs?", None),
     ],

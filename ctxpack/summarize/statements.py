@@ -116,8 +116,9 @@ _NOT_A_RULE_RE = re.compile(
 )
 _GOAL_RE = re.compile(
     r"\b(?:goal|objective|aim is|milestone|phase|stage \d|we(?:['’]re| are) (?:on|at|in|now)"
-    r"|working (?:on|toward)|trying to|the task is|we need to|i want (?:you )?to|deliver"
-    r"|ship(?:ping)?|target(?:ing)?|status|progress)\b",
+    r"|working (?:on|toward)|(?:i|we)(?:['’]m|['’]re| am| are)(?: \w+)? trying to|the task is"
+    r"|we need to|i want (?:you )?to|deliver|ship(?:ping)?|target(?:ing)?|status(?: is|:)"
+    r"|progress(?: is|:| so far))\b",
     re.IGNORECASE,
 )
 
