@@ -244,6 +244,7 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("We are on phase 3 of 6.", "goal"),
         ("I'm trying to change my flight to Las Vegas.", "goal"),
         ("Our progress so far: the parser is done.", "goal"),
+        ("The build status: green on main.", "goal"),
         # Whose effort, and which status, decide it.
         ("Thanks for trying to help.", None),
         ("That sounds like some progress.", None),

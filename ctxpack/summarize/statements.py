@@ -117,8 +117,8 @@ _NOT_A_RULE_RE = re.compile(
 _GOAL_RE = re.compile(
     r"\b(?:goal|objective|aim is|milestone|phase|stage \d|we(?:['’]re| are) (?:on|at|in|now)"
     r"|working (?:on|toward)|(?:i|we)(?:['’]m|['’]re| am| are)(?: \w+)? trying to|the task is"
-    r"|we need to|i want (?:you )?to|deliver|ship(?:ping)?|target(?:ing)?|status(?: is|:)"
-    r"|progress(?: is|:| so far))\b",
+    r"|we need to|i want (?:you )?to|deliver|ship(?:ping)?|target(?:ing)?|status(?= is\b|:)"
+    r"|progress(?= is\b|:| so far\b))\b",
     re.IGNORECASE,
 )
 
@@ -273,8 +273,7 @@ def kind_of(sentence: str) -> Kind | None:
 
 def _states_a_rule(sentence: str) -> bool:
     """A modal word outside every phrase in which it states a fact."""
-    found = _MODAL_RE.search(sentence)
-    if found is None:
+    if _MODAL_RE.search(sentence) is None:
         return False
     facts = [mt.span() for mt in _NOT_A_RULE_RE.finditer(sentence)]
     if not facts:
