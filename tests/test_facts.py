@@ -363,6 +363,25 @@ def test_user_directives_from_tau_bench() -> None:
         "Please stop grouping build & commit.",
         "Let's not rename it.",
     ]
+    # The same phrases that are no constraint in the record are no directive.
+    stated = (
+        "I must have left it somewhere else. I'll make sure to find it. There must be a way."
+        " I don't remember the ID, but never push to main."
+    )
+    assert extract_facts([{"role": "user", "content": stated}]).directives == [
+        "I don't remember the ID, but never push to main."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [("/them", []), ("  /model:list\n", []), ("/tmp/out.log is empty", ["/tmp/out.log"])],
+)
+def test_a_slash_command_the_user_typed_for_the_client_holds_no_path(
+    text: str, paths: list[str]
+) -> None:
+    # The real pi session holds "/them" and "/the": its user typing "/theme".
+    assert extract_facts([{"role": "user", "content": text}]).paths == paths
 
 
 # ---- missing facts and the preserved section -------------------------------

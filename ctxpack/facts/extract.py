@@ -31,6 +31,7 @@ from ctxpack.facts.text import (
     command_fact,
     directives_in,
     identifiers_in,
+    is_slash_command,
     paths_in_arguments,
     urls_in,
     values_in,
@@ -105,6 +106,9 @@ def message_facts(
     values: list[str] = []
     directives: list[str] = []
     identifiers: list[str] = []
+    if role == "user" and is_slash_command(body):
+        # The client's command, not words of the user's to the model.
+        body = ""
     if role in ("tool", "function"):
         errors = failure_lines(body, flagged=result_flagged_error(msg))
         for line in errors:

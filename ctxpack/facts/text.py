@@ -79,6 +79,46 @@ _NOT = r"(?:don['’]t|do not|doesn['’]t|does not)"
 # A habit the user tells the agent to drop ("Stop adding comments", "please
 # stop …"): a directive among the facts, and a constraint in the record.
 DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
+# Modal words that state a fact, not a rule: what the user does not have or
+# remember, a guess ("there must be a way", "I must have left it"), a promise
+# of their own ("I'll make sure to find it"), a habit of the past, and what a
+# thing does not do (a report of how it behaves, not how it should).
+_NOT_A_RULE_RE = re.compile(
+    r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
+    r"\s+(?:remember|recall|know|have|think|see|understand|believe|mind|care|recogni[sz]e)\b"
+    r"|\bthere must be\b|\bmust(?:['’]ve| have) (?:been|gone|done|made|had|left|lost|forgotten"
+    r"|seen|sent|taken|got(?:ten)?|\w+ed)\b"
+    r"|\b(?:i|we)(?:['’]ll| will| shall|['’]m going to| am going to| are going to)(?: \w+)?"
+    r" (?:make sure|ensure)\b"
+    r"|\bnever ?mind\b|(?:['’]ve|\bhave|\bhas|\bhad) always\b|\bas always\b"
+    r"|\b(?:doesn['’]t|does not|didn['’]t|did not)\s+(?:work|change|adhere|exist|show|render"
+    r"|compile|run|happen|load|match|refund)\b",
+    re.IGNORECASE,
+)
+# A message that is one slash command ("/mode", "/model:list") is for the
+# client, not the model; a path ("/tmp/x") has a second slash.
+_SLASH_COMMAND_RE = re.compile(r"\s*/[A-Za-z][\w:-]*\s*")
+
+
+def is_slash_command(text: str) -> bool:
+    # Fails at the first character of any other text: no scan of a long one.
+    return _SLASH_COMMAND_RE.fullmatch(text) is not None
+
+
+def states_a_rule(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether `pattern`, a rule's words, finds one in `sentence` outside every
+    phrase in which such a word states a fact."""
+    if pattern.search(sentence) is None:
+        return False
+    facts = [mt.span() for mt in _NOT_A_RULE_RE.finditer(sentence)]
+    if not facts:
+        return True
+    return any(
+        not any(start <= mt.start() < end for start, end in facts)
+        for mt in pattern.finditer(sentence)
+    )
+
+
 _DIRECTIVE_RE = re.compile(
     rf"^(?:please\s+)?{_NOT}\b"  # imperative: "Don't touch the schema"
     rf"|\bplease\s+{_NOT}\b"
@@ -263,4 +303,6 @@ def directives_in(text: str) -> list[str]:
     lowered = folded(text)
     if lowered is not None and not any(hint in lowered for hint in _DIRECTIVE_HINTS):
         return []
-    return dedupe(s for s in sentences(text) if len(s) <= MAX_SENTENCE and _DIRECTIVE_RE.search(s))
+    return dedupe(
+        s for s in sentences(text) if len(s) <= MAX_SENTENCE and states_a_rule(_DIRECTIVE_RE, s)
+    )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ctxpack.facts.text import DROP_HABIT, sentences, values_in
+from ctxpack.facts.text import DROP_HABIT, sentences, states_a_rule, values_in
 from ctxpack.summarize.pasted import prose
 
 Kind = Literal["constraint", "goal", "fact"]
@@ -96,22 +96,6 @@ _MODAL_RE = re.compile(
     r"|limit(?:ed)? to|under no circumstances|stick (?:to|with)|instead|refrain|keep it"
     r"|(?:i|we) (?:(?:really|would|d) )?(?:like|love|hate|dislike)|^(?:please )?use"
     rf"|(?:i|we)(?:['’]d| would) rather|rather than|let['’]?s not|{DROP_HABIT})\b",
-    re.IGNORECASE,
-)
-# Modal words that state a fact, not a rule: what the user does not have or
-# remember, a guess ("there must be a way", "I must have left it"), a promise
-# of their own ("I'll make sure to find it"), a habit of the past, and what a
-# thing does not do (a report of how it behaves, not how it should).
-_NOT_A_RULE_RE = re.compile(
-    r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
-    r"\s+(?:remember|recall|know|have|think|see|understand|believe|mind|care|recogni[sz]e)\b"
-    r"|\bthere must be\b|\bmust(?:['’]ve| have) (?:been|gone|done|made|had|left|lost|forgotten"
-    r"|seen|sent|taken|got(?:ten)?|\w+ed)\b"
-    r"|\b(?:i|we)(?:['’]ll| will| shall|['’]m going to| am going to| are going to)(?: \w+)?"
-    r" (?:make sure|ensure)\b"
-    r"|\bnever ?mind\b|(?:['’]ve|\bhave|\bhas|\bhad) always\b|\bas always\b"
-    r"|\b(?:doesn['’]t|does not|didn['’]t|did not)\s+(?:work|change|adhere|exist|show|render"
-    r"|compile|run|happen|load|match|refund)\b",
     re.IGNORECASE,
 )
 _GOAL_RE = re.compile(
@@ -264,24 +248,11 @@ def kind_of(sentence: str) -> Kind | None:
         return "fact"
     if sentence.rstrip().endswith("?"):
         return None
-    if _states_a_rule(sentence):
+    if states_a_rule(_MODAL_RE, sentence):
         return "constraint"
     if _GOAL_RE.search(sentence):
         return "goal"
     return "fact" if values_of(sentence) or values_in(sentence) else None
-
-
-def _states_a_rule(sentence: str) -> bool:
-    """A modal word outside every phrase in which it states a fact."""
-    if _MODAL_RE.search(sentence) is None:
-        return False
-    facts = [mt.span() for mt in _NOT_A_RULE_RE.finditer(sentence)]
-    if not facts:
-        return True
-    return any(
-        not any(start <= mt.start() < end for start, end in facts)
-        for mt in _MODAL_RE.finditer(sentence)
-    )
 
 
 # classified(), or a memo of it for a run that asks about the same text twice.
