@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxpack import formats
 from ctxpack import messages as m
@@ -117,6 +118,34 @@ def test_the_turns_text_may_quote_the_end_marker() -> None:
     merged = {"role": "user", "content": f"{summary_block(BODY)}\n\n{own}"}
     assert summary_body(merged) == BODY
     assert without_merged_summary(merged) == user(own)
+
+
+_TURN_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200).filter(
+    lambda text: text.strip() != "" and "[ctxpack" not in text
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    own=_TURN_TEXT,
+    body=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=200).filter(
+        lambda text: text.strip() != ""
+    ),
+    role=st.sampled_from(["user", "assistant"]),
+)
+def test_a_record_that_rides_in_a_turn_gives_back_that_turn_exactly(
+    own: str, body: str, role: str
+) -> None:
+    """Whatever the turn and the record say (the marker quoted included), the
+    turn comes back as it was, and the record's body as it was written."""
+    turn = {"role": role, "content": own}
+    head = [system(), user(), assistant()] if role == "user" else [system(), user()]
+    detail = assemble(head=head, summary=body, tail=[turn], first_compaction=False)
+    merged = detail.messages[detail.summary_index]
+    assert detail.merged and is_summary(merged)
+    assert without_merged_summary(merged) == turn
+    assert summary_body(merged) == body.strip()
+    assert m.text(merged).endswith(own)
 
 
 def test_merge_into_list_content_prepends_a_text_part() -> None:
