@@ -108,15 +108,11 @@ def is_slash_command(text: str) -> bool:
 def states_a_rule(pattern: re.Pattern[str], sentence: str) -> bool:
     """Whether `pattern`, a rule's words, finds one in `sentence` outside every
     phrase in which such a word states a fact."""
-    if pattern.search(sentence) is None:
+    words = [mt.start() for mt in pattern.finditer(sentence)]
+    if not words:
         return False
     facts = [mt.span() for mt in _NOT_A_RULE_RE.finditer(sentence)]
-    if not facts:
-        return True
-    return any(
-        not any(start <= mt.start() < end for start, end in facts)
-        for mt in pattern.finditer(sentence)
-    )
+    return any(not any(start <= at < end for start, end in facts) for at in words)
 
 
 _DIRECTIVE_RE = re.compile(

@@ -141,8 +141,9 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             target = canonical if canonical in HEADINGS else _TARGETS.get(title.lower(), "")
             prefix = "" if target else f"{title}: "
             target = target or "Critical Context"
+        request = title.lower() == _REQUEST
         for item in items:
-            rule = title.lower() == _REQUEST and is_constraint(item)
+            rule = request and is_constraint(item)
             out["Constraints & Preferences" if rule else target].append(_prefixed(item, prefix))
     return out, count
 
