@@ -3,7 +3,8 @@ result's error flag), whether it failed, its error lines, and the output
 itself with its agent wrapper peeled off (Codex headers, OpenHands and
 SWE-agent footers, Claude Code exit lines and error tags, Hermes JSON) so
 counts and quoted lines describe the output itself. Every stage that asks
-whether a result failed asks here."""
+whether a result failed asks here, of an output as the tool wrote it or of
+the stand-in pruning left in its place."""
 
 from __future__ import annotations
 
@@ -32,11 +33,13 @@ _RUNNING_HEAD = 400
 _SESSION = re.compile(r"Process running with session ID (\d+)")
 _STILL_RUNNING_WORDS = "still running"
 _STILL_RUNNING = re.compile(re.escape(_STILL_RUNNING_WORDS), re.IGNORECASE)
-# An output that opens like this failed, whatever else it says (SWE-agent's
-# editor refuses an edit its linter rejects, and applies none of it).
+# An output that opens like this failed, whatever else it says: SWE-agent's
+# editor refuses an edit its linter rejects, and applies none of it; Gemini
+# CLI answers a call the user denied, or an edit whose text it did not find,
+# with an error whose words are all that a history keeps of it.
 _FAILED_START = re.compile(
-    r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted"
-    r"|Your proposed edit has introduced new syntax error)"
+    r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted|Failed to "
+    r"|\[Operation Cancelled\]|Your proposed edit has introduced new syntax error)"
 )
 _TESTS_RE = re.compile(
     r"(\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed)"
@@ -86,6 +89,26 @@ _ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "ERR!", "pani
 MAX_ERROR_CHARS = 300
 ERRORS_PER_RESULT = 5
 
+# The stand-in that replaces a pruned output (prune.oneliners) opens with this
+# prefix and says how the output ended right after its label's arrow, in the
+# words `ending` gives: "→ exit 3", "→ still running (session 7)", "→ error".
+# Read back here, a stage after pruning learns what it would have learnt from
+# the output itself; its last error line is the quote `quoted_error` finds.
+PRUNED_PREFIX = "[ctxpack pruned]"
+_STAND_IN_ENDING = re.compile(
+    r" → (?:exit (?P<code>-?\d+)|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
+    r"|(?P<error>error))(?=[;,]|$)"
+)
+
+
+def quote(kind: str, line: str) -> str:
+    """How a stand-in quotes one line of the output, introduced by `kind`; an
+    error is quoted last, where `quoted_error` finds it."""
+    return f'; {kind}: "{line}"'
+
+
+_ERROR_INTRO = quote("error", "")[:-1]
+
 
 @dataclass(frozen=True)
 class OutputFacts:
@@ -116,6 +139,35 @@ def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
         error=_failed(output, code=code, value=value, flagged=flagged),
         json_value=value,
     )
+
+
+def ending(facts: OutputFacts) -> str:
+    """How an output ended, as its stand-in says it: the exit code, still
+    running, or an error; "" when it says none of these."""
+    if facts.exit_code is not None:
+        return f"exit {facts.exit_code}"
+    if facts.running:
+        return facts.running
+    return "error" if facts.error else ""
+
+
+def is_pruned(text: str) -> bool:
+    """True for a stand-in ctxpack wrote (never pruned twice)."""
+    return text.lstrip().startswith(PRUNED_PREFIX)
+
+
+def _stand_in_ending(text: str) -> re.Match[str] | None:
+    return _STAND_IN_ENDING.search(text) if is_pruned(text) else None
+
+
+def quoted_error(text: str) -> str | None:
+    """The error line a stand-in quotes, if it quotes one."""
+    if not is_pruned(text):
+        return None
+    # The error is the last quote, and nothing after it holds a double quote.
+    start = text.rfind(_ERROR_INTRO)
+    end = text.rfind('"')
+    return text[start + len(_ERROR_INTRO) : end] if 0 <= start < end else None
 
 
 def result_flagged_error(msg: Message) -> bool:
@@ -159,12 +211,19 @@ def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool
         return True
     if code is None and _FAILED_START.match(output):
         return True
+    if code is None and is_pruned(output):
+        said = _stand_in_ending(output)
+        if said is not None and said["error"]:
+            return True
     tests = test_summary(output)
     return tests is not None and " failed" in tests and not tests.startswith("0 failed")
 
 
 def exit_code(output: str) -> int | None:
     """The exit code an agent wrote into a command's output, if any."""
+    if is_pruned(output):
+        said = _stand_in_ending(output)
+        return int(said["code"]) if said is not None and said["code"] else None
     for part in (output[:_STATUS_CHARS], output[-_STATUS_CHARS:]):
         lowered = folded(part)
         if lowered is not None and "exit" not in lowered and "return" not in lowered:
@@ -187,11 +246,17 @@ def open_file(output: str) -> str | None:
 
 def running_session(output: str) -> str | None:
     """The session id of a command that was still running when it returned."""
+    if is_pruned(output):
+        said = _stand_in_ending(output)
+        return said["session"] if said is not None else None
     found = _SESSION.search(output[:_RUNNING_HEAD])
     return found.group(1) if found else None
 
 
 def still_running(output: str) -> bool:
+    if is_pruned(output):
+        said = _stand_in_ending(output)
+        return said is not None and bool(said["running"])
     head = output[:_RUNNING_HEAD]
     if _SESSION.search(head):
         return True
@@ -216,7 +281,10 @@ def test_summary(output: str) -> str | None:
 
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
-    line contributes its first meaningful line."""
+    line contributes its first meaningful line. A stand-in has none of its
+    own: the line it quotes is `quoted_error`'s."""
+    if is_pruned(output):
+        return []
     found: list[str] = []
     if any(hint in output for hint in _ERROR_HINTS):
         seen: set[str] = set()

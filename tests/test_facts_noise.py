@@ -177,7 +177,7 @@ def test_the_record_names_a_pruned_runs_last_error(counter: TokenCounter) -> Non
         x for x in record.splitlines() if "`python -m pytest testgen_tests.py -v --tb=no`" in x
     )
     assert line.endswith(
-        "— 2 failed, 80 passed, FAILED testgen_tests.py::TestDateIPv4Regex::"
+        "— exit 1, 2 failed, 80 passed, FAILED testgen_tests.py::TestDateIPv4Regex::"
         "test_integration_multiple_valid_dates_with_ipv4 [tool: Bash]"
     )
     assert "[ctxpack pruned]" not in line

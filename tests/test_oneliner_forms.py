@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ctxpack.prune.oneliners import PRUNED_PREFIX, duplicate_note, is_pruned, one_liner
-from ctxpack.tooloutput import exit_code
+from ctxpack.prune.oneliners import duplicate_note, one_liner
+from ctxpack.tooloutput import PRUNED_PREFIX, exit_code, is_pruned
 from ctxpack.tools import describe, normalize_command
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned, one_liner, quoted_error
+from ctxpack.prune.oneliners import one_liner
+from ctxpack.tooloutput import PRUNED_PREFIX, is_pruned, quoted_error
 from tests.conftest import FIXTURES, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"

@@ -14,7 +14,6 @@ from ctxpack.align.budget import Budget
 from ctxpack.align.protect import head_end, prune_bounds
 from ctxpack.formats import jsoncodec
 from ctxpack.prune.argshrink import mark, shrink_arguments
-from ctxpack.prune.oneliners import PRUNED_PREFIX, is_pruned
 from ctxpack.prune.stage import (
     DEDUPE,
     SHRINK,
@@ -25,6 +24,7 @@ from ctxpack.prune.stage import (
     prune_transcript,
 )
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tooloutput import PRUNED_PREFIX, is_pruned
 from ctxpack.transcript import Message, Transcript
 from tests.builders import call, result
 from tests.conftest import COUNTER, TAU_BENCH

@@ -22,11 +22,11 @@ from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.summarize.serialize import serialize_middle
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import open_file
+from ctxpack.tooloutput import open_file, quoted_error, running_session
 from ctxpack.toolpairs import ToolUse
 from ctxpack.tools import Family, describe
 from ctxpack.transcript import Message
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, SHARED
 from tests.test_prune import call, convo, file_view, prune, result
 
 SWE_AGENT = (
@@ -180,3 +180,102 @@ def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path
     assert "- /testbed/src/marshmallow/fields.py — edit failed" in files
     assert "- /testbed/reproduce.py — edited" in files
     assert not [line for line in files if "replacement_text" in line]
+
+
+CODEX_LISTING = "\n".join(f"/home/dev/app/src/module_{i}.py" for i in range(40))
+PYTEST_FAILED = (
+    "tests/test_parse.py ..F.\n\n"
+    "FAILED tests/test_parse.py::test_dates - AssertionError: got 2, want 3\n"
+    "===== 1 failed, 3 passed in 0.52s =====\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "output", "is_error", "ended"),
+    [
+        ("Bash", {"command": "go test ./parse"}, GO_TEST, False, (3, True, False)),
+        (
+            "exec_command",
+            {"cmd": "find src -name '*.py'"},
+            "Chunk ID: 4067f7\nWall time: 0.0001 seconds\nProcess exited with code 0\n"
+            "Original token count: 400\nOutput:\n" + CODEX_LISTING,
+            False,
+            (0, False, False),
+        ),
+        (
+            "exec_command",
+            {"cmd": "cargo build"},
+            "Chunk ID: 15c55d\nWall time: 1.0012 seconds\nProcess running with session ID 3587\n"
+            "Original token count: 400\nOutput:\n" + CODEX_LISTING,
+            False,
+            (None, False, True),
+        ),
+        (
+            "Bash",
+            {"command": "pytest tests/test_parse.py"},
+            PYTEST_FAILED,
+            False,
+            (None, True, False),
+        ),
+        (
+            "read_cache",
+            {"key": "models"},
+            "Permission denied while opening the cache\n" + "  at cache.open\n" * 30,
+            True,
+            (None, True, False),
+        ),
+        (
+            "run_shell_command",
+            {"command": "git commit -am 'fix: ask every boot'"},
+            "[Operation Cancelled] Reason: User denied execution.",
+            False,
+            (None, True, False),
+        ),
+        ("view", {"path": "src/app.py"}, file_view(30), False, (None, False, False)),
+    ],
+)
+def test_a_pruned_output_tells_every_later_stage_how_it_ended(
+    name: str,
+    args: dict[str, Any],
+    output: str,
+    is_error: bool,
+    ended: tuple[int | None, bool, bool],
+) -> None:
+    """The summary is made from pruned turns: the stand-in alone, without the
+    result's own error flag, says what the output said of its exit code,
+    failure and a command still running."""
+    stand_in = one_liner(name=name, arguments=json.dumps(args), output=output, is_error=is_error)
+    original = action(name, args, result("c1", output, is_error=is_error))
+    pruned = action(name, args, result("c1", stand_in))
+    assert (original.exit, original.failed, original.pending) == ended
+    assert (pruned.exit, pruned.failed, pruned.pending) == ended, stand_in
+    assert pruned.outcome.split(",")[0] == original.outcome.split(",")[0]
+    assert running_session(stand_in) == running_session(output)
+    if original.failed:
+        assert quoted_error(stand_in) is not None and quoted_error(stand_in) in pruned.outcome
+    assert extract_facts([call("c1", name, args), result("c1", stand_in)]).errors == []
+
+
+GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+
+
+@pytest.mark.skipif(not GEMINI.is_file(), reason=f"{SHARED} is absent")
+def test_the_record_of_the_real_gemini_session_says_which_commands_failed(
+    tmp_path: Path,
+) -> None:
+    """Its first build-and-commit failed to compile (exit 1); the user denied
+    the second. Both outputs are pruned before the summary reads them."""
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", str(GEMINI), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    record = parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+    commits = [line for line in record["Completed Actions"] if "git commit" in line]
+    assert [line.split(" — ")[1] for line in commits] == [
+        "exit 1, Error: Command failed: tsc --build [tool: run_shell_command]",
+        "failed, [Operation Cancelled] Reason: User denied execution. [tool: run_shell_command]",
+    ]
+    assert "18 tool actions were recorded (2 failed)" in "\n".join(
+        record["Historical Task Snapshot"]
+    )

@@ -37,12 +37,11 @@ from ctxpack.facts.text import (
     values_in,
     versions_in,
 )
-from ctxpack.prune.oneliners import PRUNED_PREFIX
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import error_lines, result_flagged_error
+from ctxpack.tooloutput import PRUNED_PREFIX, error_lines, result_flagged_error
 from ctxpack.toolpairs import LEGACY_SLOT, Pairing, calls_of, pair, parse_arguments
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message

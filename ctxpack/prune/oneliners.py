@@ -16,20 +16,14 @@ from ctxpack import tooloutput as outputs
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
 from ctxpack.prune import shown
+from ctxpack.tooloutput import PRUNED_PREFIX, ending, quote
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
-PRUNED_PREFIX = "[ctxpack pruned]"
 # The quoted error line is clipped to this; ids are added, up to MAX_IDS of
 # them, only to a stand-in no longer than SHORT_CHARS.
 ERROR_CHARS = 160
 MAX_IDS = 3
 SHORT_CHARS = 240
-_ERROR_INTRO = '; error: "'
-
-
-def is_pruned(text: str) -> bool:
-    """True for a stand-in ctxpack wrote (never pruned twice)."""
-    return text.lstrip().startswith(PRUNED_PREFIX)
 
 
 def one_liner(
@@ -45,7 +39,7 @@ def one_liner(
     `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
     facts = outputs.analyze(output, flagged=is_error)
-    status = _status(facts)
+    status = ending(facts)
     quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"
@@ -58,8 +52,8 @@ def one_liner(
         opened = outputs.open_file(output)
         label = f"{label} {opened}" if opened else label
     text = f"{PRUNED_PREFIX} {label} → " + (f"{head}; {size}" if head else size)
-    for kind, quote in quotes:
-        text += f'; {kind}: "{quote}"'
+    for kind, line in quotes:
+        text += quote(kind, line)
     ids = identifiers_in(facts.body)[:MAX_IDS] if len(text) <= SHORT_CHARS else []
     if ids:
         text += "; ids: " + ", ".join(ids)
@@ -74,16 +68,6 @@ def cite_full(ref: str, *, recall: bool, label: str = "full") -> str:
     return f"{label}: {ref}" if label else ref
 
 
-def quoted_error(text: str) -> str | None:
-    """The error line a stand-in quotes, if it quotes one."""
-    if not is_pruned(text):
-        return None
-    # The error is the last quote, and nothing after it holds a double quote.
-    start = text.rfind(_ERROR_INTRO)
-    end = text.rfind('"')
-    return text[start + len(_ERROR_INTRO) : end] if 0 <= start < end else None
-
-
 def duplicate_note(*, later: int, label: str, chars: int) -> str:
     """Stand-in for an output repeated verbatim later in the transcript."""
     return f"{PRUNED_PREFIX} duplicate: same output as #{later} ({label}; {chars:,} chars)"
@@ -91,14 +75,6 @@ def duplicate_note(*, later: int, label: str, chars: int) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def _status(facts: outputs.OutputFacts) -> str:
-    if facts.exit_code is not None:
-        return f"exit {facts.exit_code}"
-    if facts.running:
-        return facts.running
-    return "error" if facts.error else ""
 
 
 def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
@@ -126,15 +102,15 @@ def _quotes(
 ) -> list[tuple[str, str]]:
     """Which lines to keep, and how to introduce each; an error comes last,
     where quoted_error finds it."""
-    quote = _quote(call, facts)
+    shown_line = _quote(call, facts)
     errors = outputs.error_lines(output, flagged=flagged) if facts.error else []
     if not errors or _json_error(facts):
-        return [quote] if quote[1] else []
+        return [shown_line] if shown_line[1] else []
     error = ("error", _clipped(errors[-1]))
     # A failed test run's counts say how far the work got; the error says why.
     tests = outputs.test_summary(facts.body)
-    if call.family is Family.COMMAND and tests and tests in quote[1]:
-        return [quote, error]
+    if call.family is Family.COMMAND and tests and tests in shown_line[1]:
+        return [shown_line, error]
     return [error]
 
 

@@ -20,14 +20,14 @@ from ctxpack import toolpairs
 from ctxpack.align.budget import Budget
 from ctxpack.align.protect import prune_bounds
 from ctxpack.prune.argshrink import shrink_arguments
-from ctxpack.prune.oneliners import cite_full, duplicate_note, is_pruned, one_liner
+from ctxpack.prune.oneliners import cite_full, duplicate_note, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import result_flagged_error
+from ctxpack.tooloutput import is_pruned, result_flagged_error
 from ctxpack.tools import CallInfo
 from ctxpack.transcript import Message, Transcript
 

@@ -11,13 +11,13 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
-from ctxpack.prune.oneliners import quoted_error
 from ctxpack.redact import mask
 from ctxpack.tooloutput import (
     error_lines,
     exit_code,
     failed_with_code,
     open_file,
+    quoted_error,
     result_flagged_error,
     still_running,
     test_summary,
