@@ -20,6 +20,7 @@ from ctxpack.align.budget import Budget
 from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, missing_facts, preserved_facts_section
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
+from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.sections import PROGRESS_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
@@ -491,3 +492,60 @@ def test_any_slice_and_budget_fits(start: int, length: int, budget: int, focus: 
     assert headings in (list(HEADINGS), [*HEADINGS, LEDGER_HEADING])
     assert counter.text(result.text) <= budget or result.warnings
     assert summarize(middle, counter, budget=budget, focus=focus).text == result.text
+
+
+def _action_keys(lines: list[str]) -> list[str]:
+    """Each listed action without its number, marker or run count."""
+    return [re.sub(r" \(\d+ times\)", "", item_key(x)) for x in lines if item_number(x)]
+
+
+def test_an_action_a_later_one_repeats_gives_way_to_older_work(counter: TokenCounter) -> None:
+    """The real pi session ends in a loop: edit dark.json, `npm run build`, over
+    and over (34 builds). Where Completed Actions has room for a few dozen of its 318
+    actions, each step of the loop shows once, at its latest run, and the room
+    goes to older, different work."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=PI_LARGE.name).sessions[0].messages
+    middle = messages[3:-20]
+    build = "Ran `cd packages/coding-agent && npm run build 2>&1 | tail -3` — ok [tool: bash]"
+    every = section(summarize(middle, counter, budget=200_000).text, "Completed Actions")
+    builds = [item_number(x) for x in every if x.endswith(build)]
+    assert len(every) == 318 and len(builds) == 34
+    shown = section(summarize(middle, counter, budget=6000).text, "Completed Actions")
+    keys = _action_keys(shown)
+    assert len(keys) == len(set(keys)) >= 40
+    assert [item_number(x) for x in shown if x.endswith(build)] == builds[-1:]
+    numbers = [item_number(x) for x in shown if item_number(x)]
+    assert numbers == sorted(numbers)
+
+
+WORDS = ("main", "prod", "the lockfile", "vendor/", "the CI config", "secrets")
+
+
+def quote_words(n: int) -> str:
+    return " ".join(f"part{k}" for k in range(n))
+
+
+def test_the_room_left_goes_round_in_small_rounds(counter: TokenCounter) -> None:
+    """Once each section has its share, a section's many long items do not
+    crowd out the next item of a section before it."""
+    long_ask = "- The latest user request was: " + quote_words(50)
+    candidates = {
+        "Historical Task Snapshot": [
+            Item(long_ask),
+            Item("- 40 tool actions were recorded (3 failed)"),
+        ],
+        "Constraints & Preferences": [Item(f'- The user said: "never touch {w}"') for w in WORDS],
+        "Completed Actions": [
+            Item(f"{n}. Ran `make build TARGET={n} {quote_words(20)}` — ok [tool: bash]", order=n)
+            for n in range(40, 0, -1)
+        ],
+    }
+    text, _ = fit(candidates, budget=600, counter=counter)
+    sections = parse(text)
+    assert sections["Historical Task Snapshot"] == [
+        x.text for x in candidates["Historical Task Snapshot"]
+    ]
+    assert sections["Constraints & Preferences"] == [
+        x.text for x in candidates["Constraints & Preferences"]
+    ]
+    assert 0 < len(_action_keys(sections["Completed Actions"])) < 40

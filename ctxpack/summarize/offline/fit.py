@@ -8,9 +8,9 @@ from the least important item added until it fits."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import COMPLETED_ACTIONS, render, render_compact
@@ -55,6 +55,8 @@ PRIORITY = (
     "Resolved Questions",
 )
 _MORE_RESERVE = 8
+# The room left after every section's share is handed out over about this many rounds.
+LEFTOVER_ROUNDS = 20
 
 
 def more_line(heading: str, count: int) -> str:
@@ -141,18 +143,31 @@ def fit(
                 break
             take(heading, i)
             spent += cost
-    # What is left goes round the sections, each taking items in proportion to
-    # its share per round, so no section with material is starved.
-    queues = {h: deque(i for i in range(len(costs[h])) if (h, i) not in taken) for h in PRIORITY}
-    smallest = min(SHARES.values())
-    while any(queues.values()):
+    # What is left goes round the sections in small rounds, each taking
+    # tokens in proportion to its share (an item at least), so no section with
+    # material is starved, and one of many long items does not crowd out the
+    # next item of a section before it.
+    queues = {h: [i for i in range(len(costs[h])) if (h, i) not in taken] for h in PRIORITY}
+    # The cheapest item from each place in a queue on: once none left fits,
+    # no round can take one (a long middle queues tens of thousands).
+    cheapest = {
+        h: list(accumulate((costs[h][i] for i in reversed(queue)), min))[::-1]
+        for h, queue in queues.items()
+    }
+    at = dict.fromkeys(PRIORITY, 0)
+    while any(at[h] < len(q) and cheapest[h][at[h]] <= room - used for h, q in queues.items()):
         for heading in PRIORITY:
-            for _ in range(max(1, round(SHARES[heading] / smallest))):
-                if not queues[heading]:
-                    break
-                i = queues[heading].popleft()
+            queue, place = queues[heading], at[heading]
+            allowance, spent, start = room * SHARES[heading] / LEFTOVER_ROUNDS, 0, place
+            while place < len(queue) and (
+                place == start or spent + costs[heading][queue[place]] <= allowance
+            ):
+                i = queue[place]
+                place += 1
                 if used + costs[heading][i] <= room:
                     take(heading, i)
+                    spent += costs[heading][i]
+            at[heading] = place
     text = assemble(candidates, chosen, compact=compact)
     while counter.text(text) > budget and added:
         heading, index = added.pop()

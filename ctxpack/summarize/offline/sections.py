@@ -69,6 +69,25 @@ def build(
     return sections
 
 
+# How many times an action ran in a row: a repeat of it is the same action.
+_TIMES_RE = re.compile(r" \(\d[\d,]* times\)(?= — )")
+
+
+def repeats_last(actions: Sequence[Item]) -> list[Item]:
+    """Completed Actions, most recent first, with each action a later one
+    repeats (the same thing done, with the same result) moved after all the
+    others. Where the section has no room for every action, a loop of edits
+    and builds shows its latest round, and the older work beside it."""
+    later: set[str] = set()
+    fresh: list[Item] = []
+    repeated: list[Item] = []
+    for item in actions:
+        key = _TIMES_RE.sub("", item_key(item.text))
+        (repeated if key in later else fresh).append(item)
+        later.add(key)
+    return fresh + repeated
+
+
 def unique(*groups: Sequence[Item]) -> list[Item]:
     """Items in order, each text once (compared without marker or case)."""
     seen: set[str] = set()
@@ -93,9 +112,9 @@ def _sections(
         "Constraints & Preferences": [
             Item(f"- The user said: {quote(mask(d))}") for d in scan.facts.directives
         ],
-        "Completed Actions": [
-            Item(f"{n}. {action.line()}", order=n) for n, action in reversed(numbered)
-        ],
+        "Completed Actions": repeats_last(
+            [Item(f"{n}. {action.line()}", order=n) for n, action in reversed(numbered)]
+        ),
         "Active State": _active(scan, done),
         "Historical In-Progress State": _in_progress(scan),
         "Blocked": _blocked(done, scan.later_ok),

@@ -26,6 +26,7 @@ from ctxpack.summarize.offline.sections import (
     file_items,
     ordered_marks,
     progress_line,
+    repeats_last,
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS
@@ -167,7 +168,7 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
         same = text == item.text and item.order == number
         renumbered.append(item if same else Item(text, order=number))
     previous = [Item(text, order=item_number(text) or 0) for text in old]
-    return [*reversed(renumbered), *reversed(previous)]
+    return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
 def _files(old: list[str], new: list[Item]) -> list[Item]:
