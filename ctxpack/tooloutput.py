@@ -38,7 +38,8 @@ _STILL_RUNNING = re.compile(re.escape(_STILL_RUNNING_WORDS), re.IGNORECASE)
 # CLI answers a call the user denied, or an edit whose text it did not find,
 # with an error whose words are all that a history keeps of it.
 _FAILED_START = re.compile(
-    r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|aborted|Failed to "
+    r"\s*(?:Error|error|ERROR|fatal:|Traceback|FAILED|npm ERR!|npm error |aborted|Failed to "
+    r"|(?:ENOENT|EACCES|EPERM|EISDIR|ENOTDIR|EEXIST|ENOTEMPTY): "
     r"|\[Operation Cancelled\]|Your proposed edit has introduced new syntax error)"
 )
 _TESTS_RE = re.compile(

@@ -138,3 +138,33 @@ def test_an_old_layout_compaction_is_a_plain_summary_message(tmp_path: Path) -> 
     msgs = formats.read(out, path="out.jsonl").sessions[0].messages
     assert len([x for x in msgs if markers.is_summary(x)]) == 1
     assert toolpairs.orphans(msgs) == ([], [])
+
+
+@pytest.mark.skipif(not LARGE.is_file(), reason=f"{SHARED} is absent")
+def test_a_result_pi_marked_as_an_error_reads_flagged_and_writes_back_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """The large real session holds 19 results pi marked `isError`: a build
+    that failed, a command the user aborted. Each reads as a failed result;
+    the compacted file keeps every result's own isError."""
+    data = LARGE.read_bytes()
+    flagged = [
+        e["message"]["toolCallId"]
+        for e in _lines(data)
+        if e.get("type") == "message" and e["message"].get("isError") is True
+    ]
+    messages = formats.read(data, path=LARGE.name).sessions[0].messages
+    read = [x["tool_call_id"] for x in messages if x.get("is_error") is True]
+    assert len(flagged) == 19 and read == flagged
+    assert all(m.role(x) == "tool" for x in messages if "is_error" in x)
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", str(LARGE), "-o", str(out)]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    written = {
+        e["message"]["toolCallId"]: e["message"].get("isError")
+        for e in _lines(out.read_bytes())
+        if e.get("type") == "message" and e["message"].get("role") == "toolResult"
+    }
+    assert {i for i, error in written.items() if error is True} == set(flagged) & set(written)
+    assert not any("is_error" in e.get("message", {}) for e in _lines(out.read_bytes()))

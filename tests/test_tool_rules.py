@@ -279,3 +279,29 @@ def test_the_record_of_the_real_gemini_session_says_which_commands_failed(
     assert "18 tool actions were recorded (2 failed)" in "\n".join(
         record["Historical Task Snapshot"]
     )
+
+
+@pytest.mark.parametrize(
+    ("output", "failed"),
+    [
+        ("npm error command failed\nnpm error workspace @acme/cli@0.7.29", True),
+        ("npm ERR! code ELIFECYCLE\nnpm ERR! errno 1", True),
+        ("ENOENT: no such file or directory, access '/repo/src/index.html'", True),
+        ("EACCES: permission denied, open '/etc/shadow'", True),
+        ("[Operation Cancelled] Reason: User denied execution.", True),
+        ("Failed to edit, 0 occurrences found for old_string in src/app.tsx.", True),
+        ("aborted by user after 33.4s", True),
+        ("EXAMPLES: see docs/usage.md", False),
+        ("npm warn deprecated glob@7.2.3\nadded 12 packages", False),
+        ("Found 2 failed runs in the log\nrun 14: timeout", False),
+    ],
+)
+def test_an_output_that_opens_with_a_failure_failed_for_every_stage(
+    output: str, failed: bool
+) -> None:
+    args = {"command": "npm run build"}
+    line = one_liner(name="Bash", arguments=json.dumps(args), output=output)
+    assert ("→ error" in line) is failed
+    assert action("Bash", args, result("c1", output)).failed is failed
+    assert action("Bash", args, result("c1", line)).failed is failed
+    assert bool(extract_facts([call("c1", "Bash", args), result("c1", output)]).errors) is failed

@@ -15,7 +15,8 @@ Other entries (model and thinking level changes, labels) carry no message
 and stay where they are.
 
 Mapping: assistant `thinking` parts are the reasoning, `toolCall` parts the
-tool calls (arguments as compact JSON); a `toolResult` is a `tool` message.
+tool calls (arguments as compact JSON); a `toolResult` is a `tool` message,
+flagged `is_error` where pi marked it `isError`.
 """
 
 from __future__ import annotations
@@ -118,11 +119,16 @@ def message_of(entry: dict[str, Any]) -> Message | None:
     if role == "assistant":
         return assistant_of(msg)
     if role == "toolResult":
-        return {
+        result: Message = {
             "role": "tool",
             "tool_call_id": str(msg.get("toolCallId", "")),
             "content": content_of(msg.get("content")),
         }
+        if msg.get("isError") is True:
+            # The result's own error flag, as every stage reads one; pi's line
+            # keeps its isError as it was when written back.
+            result["is_error"] = True
+        return result
     if role == "bashExecution":
         return (
             None if msg.get("excludeFromContext") else {"role": "user", "content": bash_text(msg)}
