@@ -549,3 +549,24 @@ def test_the_room_left_goes_round_in_small_rounds(counter: TokenCounter) -> None
         x.text for x in candidates["Constraints & Preferences"]
     ]
     assert 0 < len(_action_keys(sections["Completed Actions"])) < 40
+
+
+def test_a_call_no_result_answered_before_later_work_is_not_in_progress(
+    counter: TokenCounter,
+) -> None:
+    """The real pi session's message 30 makes 16 edits of tui-renderer.ts that
+    no result answers: the user stopped them ("i undid your changes") and the
+    work went on. They never ran, so they are not in progress; where the turns
+    end on them, they are."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=PI_LARGE.name).sessions[0].messages
+    answered = {x["tool_call_id"] for x in messages if m.role(x) == "tool"}
+    assert [m.call_id(c) in answered for c in m.tool_calls(messages[30])] == [False] * 16
+    stopped = (
+        "- Edited packages/coding-agent/src/tui/tui-renderer.ts (16 times) — no result recorded"
+    )
+    went_on = section(
+        summarize(messages[3:120], counter, 4000).text, "Historical In-Progress State"
+    )
+    assert not [line for line in went_on if "no result recorded" in line]
+    ends = section(summarize(messages[3:31], counter, 4000).text, "Historical In-Progress State")
+    assert ends[0] == f"{stopped} [tool: edit]"

@@ -69,6 +69,8 @@ class Action:
     count: int = 1
     # A write that made its file unless the path was touched before: settle().
     maybe_edit: bool = False
+    # A result answers the call (a pending one may still be running).
+    answered: bool = True
 
     def plain(self) -> tuple[Any, ...]:
         """The action as plain data (marshal carries it): Action(*plain)."""
@@ -233,6 +235,7 @@ def make_action(
         tests=tests,
         exit=code,
         maybe_edit=kind == "create" and not failed and "created" not in out.lower(),
+        answered=bool(outputs),
     )
     return action if seen is None else settle(action, seen=seen)
 

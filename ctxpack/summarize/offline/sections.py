@@ -237,9 +237,14 @@ def _status(action: Action) -> str:
 
 
 def _in_progress(scan: Scan) -> list[Item]:
+    """What was under way when the turns end: a command still running, a call
+    no result answered yet. A call no result answered while later calls went
+    on (the user stopped it) never ran: it is no work in progress."""
+    last_done = max((a.index for a in scan.actions if not a.pending), default=-1)
     items = []
-    for action in reversed([a for a in scan.actions if a.pending]):
-        items.append(Item(f"- {action.line()}"))
+    for action in reversed(scan.actions):
+        if action.pending and (action.answered or action.index >= last_done):
+            items.append(Item(f"- {action.line()}"))
     if scan.last_note:
         items.append(Item(f"{LAST_NOTE_PREFIX} {quote(scan.last_note)}"))
     return items
