@@ -212,10 +212,9 @@ def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool
         return True
     if code is None and _FAILED_START.match(output):
         return True
-    if code is None and is_pruned(output):
-        said = _stand_in_ending(output)
-        if said is not None and said["error"]:
-            return True
+    said = _stand_in_ending(output) if code is None else None
+    if said is not None and said["error"]:
+        return True
     tests = test_summary(output)
     return tests is not None and " failed" in tests and not tests.startswith("0 failed")
 

@@ -41,7 +41,7 @@ from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import PRUNED_PREFIX, error_lines, result_flagged_error
+from ctxpack.tooloutput import error_lines, result_flagged_error
 from ctxpack.toolpairs import LEGACY_SLOT, Pairing, calls_of, pair, parse_arguments
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message
@@ -109,7 +109,7 @@ def message_facts(
         # The client's command, not words of the user's to the model.
         body = ""
     if role in ("tool", "function"):
-        errors = failure_lines(body, flagged=result_flagged_error(msg))
+        errors = error_lines(body, flagged=result_flagged_error(msg))
         for line in errors:
             paths.extend(paths_in_text(line))
         identifiers = identifiers_in(body)
@@ -140,14 +140,6 @@ def message_facts(
         ("directives", directives),
     )
     return tuple(_unique(name, items) for name, items in found if items)
-
-
-def failure_lines(output: str, *, flagged: bool) -> list[str]:
-    """The distinct error lines of an output; none for a pruned output's
-    digest, whose original holds the real ones."""
-    if output.startswith(PRUNED_PREFIX):
-        return []
-    return error_lines(output, flagged=flagged)
 
 
 def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
