@@ -38,6 +38,9 @@ def test_archive_refs_are_never_identifiers() -> None:
     assert identifiers_in("full: ctxpack:04c3c52212") == []
     assert identifiers_in("ctxpack:04c3c52212 and commit 9fceb02d0a") == ["9fceb02d0a"]
     assert identifiers_in("04c3c52212") == ["04c3c52212"]
+    # The build of a version is part of the version; a range's second commit is a commit.
+    assert identifiers_in("workspace @google/gemini-cli@0.36.0-nightly.20260317.2f90b4653") == []
+    assert identifiers_in("git diff 9fceb02d0a..04c3c52212") == ["9fceb02d0a", "04c3c52212"]
 
 
 def test_demo_record_lists_no_archive_ref_as_an_id(counter: TokenCounter) -> None:

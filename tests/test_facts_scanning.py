@@ -36,7 +36,7 @@ HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.json
 UUID = re.compile(
     r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
 )
-HEX = re.compile(r"(?<![\w#-])(?:[0-9a-f]{64}|[0-9a-f]{7,40})(?![\w-])")
+HEX = re.compile(r"(?<![\w#-])(?<!\d\.)(?:[0-9a-f]{64}|[0-9a-f]{7,40})(?![\w-])")
 UNITS = (
     r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
     r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"

@@ -192,7 +192,7 @@ def versions_in(text: str) -> list[str]:
 def identifiers_in(text: str) -> list[str]:
     """UUIDs and hex ids with both digits and letters, in order; never the
     hex of an archive ref (`ctxpack:…`), which names archived text, not a thing
-    the work is about."""
+    the work is about, nor the build of a version (`0.36.0-nightly.2f90b4653`)."""
     found: list[str] = []
     view = byte_view(text, _HEX_VIEW)
     start = view.find(b"xxxxxxx")
@@ -209,6 +209,7 @@ def identifiers_in(text: str) -> list[str]:
             and token.islower()
             and not token.isalpha()
             and not (start and _HEX_BEFORE.match(text, start - 1))
+            and not (start > 1 and text[start - 1] == "." and text[start - 2].isdigit())
             and not _HEX_AFTER.match(text, end)
             and not (
                 start >= len(REF_PREFIX) and text.startswith(REF_PREFIX, start - len(REF_PREFIX))
