@@ -165,13 +165,18 @@ def test_an_edit_swe_agent_refused_failed_for_every_stage_and_names_the_open_fil
     assert extract_facts(refused).errors == ["IndentationError: unexpected indent"]
 
 
-def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path) -> None:
+def cli_record(session: Path, tmp_path: Path) -> dict[str, list[str]]:
+    """The sections of the record `compress --offline --force` writes for `session`."""
     out = tmp_path / "out.jsonl"
-    args = ["compress", "--offline", "--force", "--no-archive", str(SWE_AGENT), "-o", str(out)]
+    args = ["compress", "--offline", "--force", "--no-archive", str(session), "-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
-    record = parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+    return parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+
+
+def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path) -> None:
+    record = cli_record(SWE_AGENT, tmp_path)
     assert record["Completed Actions"][-1] == (
         "6. Edited /testbed/src/marshmallow/fields.py — failed,"
         " IndentationError: unexpected indent [tool: edit]"
@@ -265,12 +270,7 @@ def test_the_record_of_the_real_gemini_session_says_which_commands_failed(
 ) -> None:
     """Its first build-and-commit failed to compile (exit 1); the user denied
     the second. Both outputs are pruned before the summary reads them."""
-    out = tmp_path / "out.jsonl"
-    args = ["compress", "--offline", "--force", "--no-archive", str(GEMINI), "-o", str(out)]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
-    record = parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+    record = cli_record(GEMINI, tmp_path)
     commits = [line for line in record["Completed Actions"] if "git commit" in line]
     assert [line.split(" — ")[1] for line in commits] == [
         "exit 1, Error: Command failed: tsc --build [tool: run_shell_command]",
