@@ -305,3 +305,16 @@ def test_an_output_that_opens_with_a_failure_failed_for_every_stage(
     assert action("Bash", args, result("c1", output)).failed is failed
     assert action("Bash", args, result("c1", line)).failed is failed
     assert bool(extract_facts([call("c1", "Bash", args), result("c1", output)]).errors) is failed
+
+
+def test_what_a_call_returned_is_quoted_from_its_output_never_from_its_stand_in() -> None:
+    args = {"summary": "Removing active team persistence", "title": "Non-Persistent Team"}
+    output = 'Current topic: "Non-Persistent Team Selection"\n' + "Topic history:\n- setup\n" * 40
+    stand_in = one_liner(name="update_topic", arguments=json.dumps(args), output=output)
+    original = action("update_topic", args, result("c1", output))
+    pruned = action("update_topic", args, result("c1", stand_in))
+    assert (
+        original.outcome
+        == 'ok, returned Current topic: "Non-Persistent Team Selection" Topic histor…'
+    )
+    assert pruned.outcome == "ok"

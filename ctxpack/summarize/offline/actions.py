@@ -16,6 +16,7 @@ from ctxpack.tooloutput import (
     error_lines,
     exit_code,
     failed_with_code,
+    is_pruned,
     open_file,
     quoted_error,
     result_flagged_error,
@@ -217,7 +218,8 @@ def make_action(
         parts.append(tests)
     if errors:
         parts.append(clip(errors[0], 120))
-    elif kind == "call" and code is None and not failed and out.strip():
+    elif kind == "call" and code is None and not failed and out.strip() and not is_pruned(out):
+        # A stand-in's opening names the call again: it says nothing returned.
         parts.append("returned " + clip(out, 60))
     action = Action(
         index=use.index,
