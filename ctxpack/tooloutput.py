@@ -4,7 +4,7 @@ itself with its agent wrapper peeled off (Codex headers, OpenHands and
 SWE-agent footers, Claude Code exit lines and error tags, Hermes JSON) so
 counts and quoted lines describe the output itself. Every stage that asks
 whether a result failed asks here, of an output as the tool wrote it or of
-the stand-in pruning left in its place."""
+the stand-in pruning left in its place (read by `standin`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxpack.facts.match import collapse, folded
 from ctxpack.formats import jsoncodec
+from ctxpack.standin import ending_said, is_pruned
 from ctxpack.transcript import Message
 
 # "Exit code: 3", "Process exited with code 3", "[exit code 3]", "exit status 3",
@@ -90,26 +91,6 @@ _ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "ERR!", "pani
 MAX_ERROR_CHARS = 300
 ERRORS_PER_RESULT = 5
 
-# The stand-in that replaces a pruned output (prune.oneliners) opens with this
-# prefix and says how the output ended right after its label's arrow, in the
-# words `ending` gives: "→ exit 3", "→ still running (session 7)", "→ error".
-# Read back here, a stage after pruning learns what it would have learnt from
-# the output itself; its last error line is the quote `quoted_error` finds.
-PRUNED_PREFIX = "[ctxpack pruned]"
-_STAND_IN_ENDING = re.compile(
-    r" → (?:exit (?P<code>-?\d+)|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
-    r"|(?P<error>error))(?=[;,]|$)"
-)
-
-
-def quote(kind: str, line: str) -> str:
-    """How a stand-in quotes one line of the output, introduced by `kind`; an
-    error is quoted last, where `quoted_error` finds it."""
-    return f'; {kind}: "{line}"'
-
-
-_ERROR_INTRO = quote("error", "")[:-1]
-
 
 @dataclass(frozen=True)
 class OutputFacts:
@@ -140,35 +121,6 @@ def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
         error=_failed(output, code=code, value=value, flagged=flagged),
         json_value=value,
     )
-
-
-def ending(facts: OutputFacts) -> str:
-    """How an output ended, as its stand-in says it: the exit code, still
-    running, or an error; "" when it says none of these."""
-    if facts.exit_code is not None:
-        return f"exit {facts.exit_code}"
-    if facts.running:
-        return facts.running
-    return "error" if facts.error else ""
-
-
-def is_pruned(text: str) -> bool:
-    """True for a stand-in ctxpack wrote (never pruned twice)."""
-    return text.lstrip().startswith(PRUNED_PREFIX)
-
-
-def _stand_in_ending(text: str) -> re.Match[str] | None:
-    return _STAND_IN_ENDING.search(text) if is_pruned(text) else None
-
-
-def quoted_error(text: str) -> str | None:
-    """The error line a stand-in quotes, if it quotes one."""
-    if not is_pruned(text):
-        return None
-    # The error is the last quote, and nothing after it holds a double quote.
-    start = text.rfind(_ERROR_INTRO)
-    end = text.rfind('"')
-    return text[start + len(_ERROR_INTRO) : end] if 0 <= start < end else None
 
 
 def result_flagged_error(msg: Message) -> bool:
@@ -208,22 +160,42 @@ def _may_say_failed(output: str) -> bool:
 
 
 def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
+    if code == 1 and _answered(output, value):
+        return False
     if flagged or (code is not None and code != 0) or _json_error(value):
         return True
     if code is None and _FAILED_START.match(output):
         return True
-    said = _stand_in_ending(output) if code is None else None
-    if said is not None and said["error"]:
+    said = ending_said(output) if code is None else None
+    if said is not None and said.error:
         return True
     tests = test_summary(output)
     return tests is not None and " failed" in tests and not tests.startswith("0 failed")
 
 
+# Longer than this, an output printed more than its agent's status lines.
+_STATUS_ONLY_CHARS = 400
+
+
+def _answered(output: str, value: Any) -> bool:
+    """Exit status 1 with nothing printed is an answer, not a failure: a search
+    found no line (grep, rg), a test was false (`test -f`, `[ … ]`), two files
+    differ (`cmp -s`). Its agent may flag it as an error all the same; an
+    error the command met is printed."""
+    if is_pruned(output):
+        said = ending_said(output)
+        return said is not None and said.quiet
+    if len(output) > _STATUS_ONLY_CHARS or value is not None:
+        return False
+    lines = _unwrap(output, value).splitlines()
+    return all(not line.strip() or _EXIT_RE.search(line) for line in lines)
+
+
 def exit_code(output: str) -> int | None:
     """The exit code an agent wrote into a command's output, if any."""
     if is_pruned(output):
-        said = _stand_in_ending(output)
-        return int(said["code"]) if said is not None and said["code"] else None
+        said = ending_said(output)
+        return said.code if said is not None else None
     for part in (output[:_STATUS_CHARS], output[-_STATUS_CHARS:]):
         lowered = folded(part)
         if lowered is not None and "exit" not in lowered and "return" not in lowered:
@@ -247,16 +219,16 @@ def open_file(output: str) -> str | None:
 def running_session(output: str) -> str | None:
     """The session id of a command that was still running when it returned."""
     if is_pruned(output):
-        said = _stand_in_ending(output)
-        return said["session"] if said is not None else None
+        said = ending_said(output)
+        return said.session if said is not None else None
     found = _SESSION.search(output[:_RUNNING_HEAD])
     return found.group(1) if found else None
 
 
 def still_running(output: str) -> bool:
     if is_pruned(output):
-        said = _stand_in_ending(output)
-        return said is not None and bool(said["running"])
+        said = ending_said(output)
+        return said is not None and said.running
     head = output[:_RUNNING_HEAD]
     if _SESSION.search(head):
         return True

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from ctxpack.prune.oneliners import duplicate_note, one_liner
-from ctxpack.tooloutput import PRUNED_PREFIX, exit_code, is_pruned
+from ctxpack.standin import PRUNED_PREFIX, is_pruned
+from ctxpack.tooloutput import exit_code
 from ctxpack.tools import describe, normalize_command
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ctxpack.prune.oneliners import one_liner
-from ctxpack.tooloutput import PRUNED_PREFIX, is_pruned, quoted_error
+from ctxpack.standin import PRUNED_PREFIX, is_pruned, quoted_error
 from tests.conftest import FIXTURES, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"

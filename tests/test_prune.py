@@ -23,8 +23,8 @@ from ctxpack.prune.stage import (
     prune_messages,
     prune_transcript,
 )
+from ctxpack.standin import PRUNED_PREFIX, is_pruned
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import PRUNED_PREFIX, is_pruned
 from ctxpack.transcript import Message, Transcript
 from tests.builders import call, result
 from tests.conftest import COUNTER, TAU_BENCH

@@ -18,11 +18,12 @@ from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, fact_line
 from ctxpack.prune.oneliners import one_liner
+from ctxpack.standin import quoted_error
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.summarize.serialize import serialize_middle
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import open_file, quoted_error, running_session
+from ctxpack.tooloutput import open_file, running_session
 from ctxpack.toolpairs import ToolUse
 from ctxpack.tools import Family, describe
 from ctxpack.transcript import Message
@@ -318,3 +319,46 @@ def test_what_a_call_returned_is_quoted_from_its_output_never_from_its_stand_in(
         == 'ok, returned Current topic: "Non-Persistent Team Selection" Topic histor…'
     )
     assert pruned.outcome == "ok"
+
+
+CODEX_HEAD = "Chunk ID: 9e6f68\nWall time: 0.0000 seconds\nProcess exited with code {code}\n"
+
+
+@pytest.mark.parametrize(
+    ("output", "flagged", "failed"),
+    [
+        ("Command exited with code 1", True, False),
+        (CODEX_HEAD.format(code=1) + "Original token count: 0\nOutput:\n", False, False),
+        ("Exit code 1\n", True, False),
+        ("[The command completed with exit code 1.]", False, False),
+        (
+            "grep: src/editor.ts: No such file or directory\n\nCommand exited with code 2",
+            True,
+            True,
+        ),
+        (
+            "grep: src/editor.ts: No such file or directory\n\nCommand exited with code 1",
+            True,
+            True,
+        ),
+        (CODEX_HEAD.format(code=1) + "Output:\nTraceback (most recent call last):\n", False, True),
+        (CODEX_HEAD.format(code=2) + "Original token count: 0\nOutput:\n", False, True),
+    ],
+)
+def test_exit_1_with_nothing_printed_is_an_answer_for_every_stage(
+    output: str, flagged: bool, failed: bool
+) -> None:
+    """`grep` that found no line, `test -f` that was false: exit status 1 and
+    nothing printed, which pi and Claude Code flag as an error all the same."""
+    args = {"command": 'grep -n "invalidate" src/text.ts'}
+    line = one_liner(name="bash", arguments=json.dumps(args), output=output, is_error=flagged)
+    assert ("→ exit 1, nothing printed;" in line) is not failed
+    ran = action("bash", args, result("c1", output, is_error=flagged))
+    assert ran.failed is failed and ran.exit in (1, 2)
+    assert action("bash", args, result("c1", line)).failed is failed
+    if not failed:
+        assert ran.outcome == "exit 1"
+    msgs = [call("c1", "bash", args), result("c1", output, is_error=flagged)]
+    # A failure that printed nothing has no error line to keep.
+    printed = "No such file" in output or "Traceback" in output
+    assert bool(extract_facts(msgs).errors) is (failed and printed)

@@ -16,7 +16,7 @@ from ctxpack import tooloutput as outputs
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
 from ctxpack.prune import shown
-from ctxpack.tooloutput import PRUNED_PREFIX, ending, quote
+from ctxpack.standin import PRUNED_PREFIX, ending, quote
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 # The quoted error line is clipped to this; ids are added, up to MAX_IDS of
@@ -39,7 +39,7 @@ def one_liner(
     `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
     facts = outputs.analyze(output, flagged=is_error)
-    status = ending(facts)
+    status = ending(exit_code=facts.exit_code, running=facts.running, error=facts.error)
     quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"

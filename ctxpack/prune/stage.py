@@ -24,10 +24,11 @@ from ctxpack.prune.oneliners import cite_full, duplicate_note, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
 from ctxpack.refs import ref_for_text
 from ctxpack.sessionindex import SessionIndex
+from ctxpack.standin import is_pruned
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import is_pruned, result_flagged_error
+from ctxpack.tooloutput import result_flagged_error
 from ctxpack.tools import CallInfo
 from ctxpack.transcript import Message, Transcript
 

@@ -12,13 +12,12 @@ from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
 from ctxpack.redact import mask
+from ctxpack.standin import is_pruned, quoted_error
 from ctxpack.tooloutput import (
     error_lines,
     exit_code,
     failed_with_code,
-    is_pruned,
     open_file,
-    quoted_error,
     result_flagged_error,
     still_running,
     test_summary,

@@ -1,0 +1,82 @@
+"""The words of the stand-in that replaces a pruned output, written and read.
+
+A stand-in opens with PRUNED_PREFIX, names the call, and says how the output
+ended right after the label's arrow: "→ exit 3", "→ exit 1, nothing printed",
+"→ still running (session 7)", "→ error". Every stage after pruning reads a
+stand-in here, and so learns what it would have learnt from the output
+itself; the output's last error line is the quote `quoted_error` finds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+PRUNED_PREFIX = "[ctxpack pruned]"
+_ENDING = re.compile(
+    r" → (?:exit (?P<code>-?\d+)(?P<quiet>, nothing printed)?"
+    r"|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
+    r"|(?P<error>error))(?=[;,]|$)"
+)
+_QUIET = ", nothing printed"
+
+
+class Ending(NamedTuple):
+    """How a stand-in says its output ended."""
+
+    code: int | None
+    quiet: bool  # exit 1 with nothing printed: an answer, not a failure
+    running: bool
+    session: str | None
+    error: bool
+
+
+def ending(*, exit_code: int | None, running: str, error: bool) -> str:
+    """How an output ended, in a stand-in's words: the exit code, still
+    running, or an error; "" when it says none of these."""
+    if exit_code is not None:
+        # Only an answer (exit 1, nothing printed) exits non-zero and did not fail.
+        return f"exit {exit_code}" + (_QUIET if exit_code and not error else "")
+    if running:
+        return running
+    return "error" if error else ""
+
+
+def quote(kind: str, line: str) -> str:
+    """How a stand-in quotes one line of the output, introduced by `kind`; an
+    error is quoted last, where `quoted_error` finds it."""
+    return f'; {kind}: "{line}"'
+
+
+_ERROR_INTRO = quote("error", "")[:-1]
+
+
+def is_pruned(text: str) -> bool:
+    """True for a stand-in ctxpack wrote (never pruned twice)."""
+    return text.lstrip().startswith(PRUNED_PREFIX)
+
+
+def ending_said(text: str) -> Ending | None:
+    """How the stand-in `text` says its output ended; None for any other text,
+    or a stand-in that says none of it."""
+    found = _ENDING.search(text) if is_pruned(text) else None
+    if found is None:
+        return None
+    code = found["code"]
+    return Ending(
+        code=int(code) if code else None,
+        quiet=bool(found["quiet"]),
+        running=bool(found["running"]),
+        session=found["session"],
+        error=bool(found["error"]),
+    )
+
+
+def quoted_error(text: str) -> str | None:
+    """The error line a stand-in quotes, if it quotes one."""
+    if not is_pruned(text):
+        return None
+    # The error is the last quote, and nothing after it holds a double quote.
+    start = text.rfind(_ERROR_INTRO)
+    end = text.rfind('"')
+    return text[start + len(_ERROR_INTRO) : end] if 0 <= start < end else None
