@@ -3,6 +3,7 @@ and what came of it (exit code, test counts, first error line)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
@@ -77,11 +78,22 @@ class Action:
         return tuple(getattr(self, name) for name in _FIELDS)
 
     def what(self) -> str:
-        times = f" ({self.count} times)" if self.count > 1 else ""
+        times = _TIMES.format(count=self.count) if self.count > 1 else ""
         return f"{VERBS[self.kind]} {self.target}{times}"
 
     def line(self) -> str:
         return f"{self.what()} — {self.outcome} [tool: {self.tool}]"
+
+
+# How many times an action ran in a row, as its line says it (before its outcome).
+_TIMES = " ({count} times)"
+_TIMES_RE = re.compile(r" \(\d[\d,]* times\)(?= — )")
+
+
+def without_count(line: str) -> str:
+    """An action's line without how many times it ran in a row: a repeat of
+    the action reads the same."""
+    return _TIMES_RE.sub("", line)
 
 
 def clip(text: str, limit: int) -> str:

@@ -11,7 +11,7 @@ from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.actions import Action, clip
+from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE
 from ctxpack.summarize.offline.scan import Scan
@@ -69,10 +69,6 @@ def build(
     return sections
 
 
-# How many times an action ran in a row: a repeat of it is the same action.
-_TIMES_RE = re.compile(r" \(\d[\d,]* times\)(?= — )")
-
-
 def repeats_last(actions: Sequence[Item]) -> list[Item]:
     """Completed Actions, most recent first, with each action a later one
     repeats (the same thing done, with the same result) moved after all the
@@ -82,7 +78,7 @@ def repeats_last(actions: Sequence[Item]) -> list[Item]:
     fresh: list[Item] = []
     repeated: list[Item] = []
     for item in actions:
-        key = _TIMES_RE.sub("", item_key(item.text))
+        key = without_count(item_key(item.text))
         (repeated if key in later else fresh).append(item)
         later.add(key)
     return fresh + repeated
