@@ -13,12 +13,14 @@ import re
 from typing import NamedTuple
 
 PRUNED_PREFIX = "[ctxpack pruned]"
+# What an output that exits 1 with nothing printed (an answer) is said to be.
+QUIET = "nothing printed"
+_QUIET = ", " + QUIET
 _ENDING = re.compile(
-    r" → (?:exit (?P<code>-?\d+)(?P<quiet>, nothing printed)?"
+    r" → (?:exit (?P<code>-?\d+)(?P<quiet>" + re.escape(_QUIET) + r")?"
     r"|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
     r"|(?P<error>error))(?=[;,]|$)"
 )
-_QUIET = ", nothing printed"
 
 
 class Ending(NamedTuple):

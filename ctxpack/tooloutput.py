@@ -1,32 +1,22 @@
 """Reading a tool's output: how it ended (exit code, still running, the
-result's error flag), whether it failed, its error lines, and the output
-itself with its agent wrapper peeled off (Codex headers, OpenHands and
-SWE-agent footers, Claude Code exit lines and error tags, Hermes JSON) so
-counts and quoted lines describe the output itself. Every stage that asks
-whether a result failed asks here, of an output as the tool wrote it or of
-the stand-in pruning left in its place (read by `standin`)."""
+result's error flag), whether it failed, its error lines and test counts.
+What it printed, apart from its agent's wrapper, is `printed`'s to say.
+Every stage that asks whether a result failed asks here, of an output as
+the tool wrote it or of the stand-in pruning left in its place (read by
+`standin`)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ctxpack.facts.match import collapse, folded
-from ctxpack.formats import jsoncodec
+from ctxpack.printed import EXIT_STATUS, parse_json, printed_of, unwrap
 from ctxpack.standin import ending_said, is_pruned
 from ctxpack.transcript import Message
 
-# "Exit code: 3", "Process exited with code 3", "[exit code 3]", "exit status 3",
-# "completed with exit code 3", "exitCode": 3, returncode=3, "return code 3".
-_EXIT_RE = re.compile(
-    r"(?:exit(?:ed)?(?: with)?(?: exit)?[ _]?(?:code|status)|returncode|return code)"
-    r"[\s:=\"\]]*(-?\d+)",
-    re.IGNORECASE,
-)
 # Where agents write the exit status: a header or a footer.
 _STATUS_CHARS = 600
 # What a command still running when it returned says, in its output's head.
@@ -52,20 +42,6 @@ _CARGO_RE = re.compile(r"test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed
 _JEST_RE = re.compile(r"Tests:\s+([^\n]*?\d+ total)")
 _TESTS_HINTS = ("passed", "failed", "error", "skipped")
 
-_CODEX_HEADER = re.compile(r"(?:Chunk ID:|Wall time:|Process (?:exited|running) |Exit code)")
-_CODEX_OUTPUT = "\nOutput:\n"
-_OPENHANDS_SUFFIX = re.compile(
-    r"\n?\[The command (?:completed with exit code -?\d+|has no new[^\]]*)\.?\]\s*\Z"
-)
-_SWE_FOOTER = re.compile(
-    r"\n?\(Open file: (?P<open>[^\n]*)\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z"
-)
-_CLAUDE_EXIT = re.compile(r"\AExit code:? -?\d+\n")
-_ERROR_TAG = re.compile(r"</?tool_use_error>")
-# A note the client injects into a turn (Claude Code's system reminders): never
-# the tool's output, nor the user's words.
-REMINDER_BLOCK = r"<system-reminder>.*?</system-reminder>"
-_REMINDER = re.compile(r"\n*" + REMINDER_BLOCK + r"\s*", re.DOTALL)
 # A recognised error line; group 1 is the error text. An exception's class is
 # capitalised (after any module path), and a lower-case "error:" opening an
 # object literal or a list item ("isError: true," "error: { type: ... },") is
@@ -106,8 +82,8 @@ class OutputFacts:
 def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
     """What one output says; `flagged` is the result's own error flag."""
     code = exit_code(output)
-    value = _json(output)
-    body = _unwrap(output, value)
+    value = parse_json(output)
+    body = unwrap(output, value)
     running = ""
     if code is None and still_running(output):
         session = running_session(output)
@@ -145,7 +121,7 @@ def result_failed(output: str, *, flagged: bool = False) -> bool:
 
 def failed_with_code(output: str, *, code: int | None, flagged: bool = False) -> bool:
     """result_failed, for a caller that has read the exit code already."""
-    value = _json(output) if _may_say_failed(output) else None
+    value = parse_json(output) if _may_say_failed(output) else None
     return _failed(output, code=code, value=value, flagged=flagged)
 
 
@@ -187,8 +163,7 @@ def _answered(output: str, value: Any) -> bool:
         return said is not None and said.quiet
     if len(output) > _STATUS_ONLY_CHARS or value is not None:
         return False
-    lines = _unwrap(output, value).splitlines()
-    return all(not line.strip() or _EXIT_RE.search(line) for line in lines)
+    return not printed_of(output, value)
 
 
 def exit_code(output: str) -> int | None:
@@ -200,20 +175,10 @@ def exit_code(output: str) -> int | None:
         lowered = folded(part)
         if lowered is not None and "exit" not in lowered and "return" not in lowered:
             continue
-        found = _EXIT_RE.search(part)
+        found = EXIT_STATUS.search(part)
         if found:
             return int(found.group(1))
     return None
-
-
-def open_file(output: str) -> str | None:
-    """The file SWE-agent's editor has open, as its output's footer names it:
-    the file its `edit` changes, which the call itself does not name."""
-    if "(Open file: " not in output:
-        return None
-    found = _SWE_FOOTER.search(output[-2000:])
-    path = found.group("open").strip() if found else ""
-    return path if path and path != "n/a" else None
 
 
 def running_session(output: str) -> str | None:
@@ -271,7 +236,7 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     if found:
         return found
     if result_failed(output, flagged=flagged):
-        for line in _unwrap(output, _json(output)).splitlines():
+        for line in unwrap(output, parse_json(output)).splitlines():
             line = line.strip()
             if line and not set(line) <= set("=-_*# "):
                 return [line[:MAX_ERROR_CHARS]]
@@ -305,22 +270,6 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def _json(output: str) -> Any:
-    """The output parsed as the standard library parses it, or None."""
-    stripped = output.strip()
-    if not stripped or stripped[0] not in "[{":
-        return None
-    # jsoncodec reads JSON to the standard library's values, mostly with
-    # orjson; what it refuses and the standard library reads (NaN, Infinity,
-    # a lone surrogate) is read here the slow way.
-    with contextlib.suppress(jsoncodec.JSONError):
-        return jsoncodec.loads(stripped.encode("utf-8", "surrogatepass"))
-    try:
-        return json.loads(stripped)
-    except (ValueError, RecursionError):
-        return None
-
-
 # What a JSON object output says by each key when it failed.
 _FAILED_BY_KEY: dict[str, Callable[[Any], bool]] = {
     "error": bool,
@@ -335,29 +284,3 @@ def _json_error(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     return any(failed(value.get(key)) for key, failed in _FAILED_BY_KEY.items())
-
-
-def _unwrap(output: str, value: Any) -> str:
-    if isinstance(value, dict):
-        for key in ("output", "content", "stdout", "result", "diff"):
-            inner = value.get(key)
-            if isinstance(inner, str):
-                return inner
-        return output
-    text = output
-    cut = text.find(_CODEX_OUTPUT, 0, 600)
-    if cut >= 0 and _CODEX_HEADER.match(text[:cut]):
-        text = text[cut + len(_CODEX_OUTPUT) :]
-    # Each wrapper is looked for only where its words are: a regex without a
-    # fixed start tries every position of the output.
-    if text.startswith("Exit code"):
-        text = _CLAUDE_EXIT.sub("", text)
-    if "[The command " in text:
-        text = _OPENHANDS_SUFFIX.sub("", text)
-    if "(Open file: " in text:
-        text = _SWE_FOOTER.sub("", text)
-    if "<system-reminder>" in text:
-        text = _REMINDER.sub("\n", text)
-    if "tool_use_error>" in text:
-        text = _ERROR_TAG.sub("", text)
-    return text.replace("\r\n", "\n").strip("\n")

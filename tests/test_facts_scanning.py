@@ -11,7 +11,7 @@ import time
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import formats, tooloutput
+from ctxpack import formats, printed, tooloutput
 from ctxpack import messages as m
 from ctxpack.facts.extract import extract_facts, preserved_facts_section
 from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
@@ -108,15 +108,19 @@ def plain_informative_line(body: str, *, prefer_error: bool) -> str:
 def plain_unwrap(text: str) -> str:
     """Every agent wrapper's pattern tried on the text, without the word checks."""
     cut = text.find("\nOutput:\n", 0, 600)
-    if cut >= 0 and tooloutput._CODEX_HEADER.match(text[:cut]):
+    if cut >= 0 and printed._CODEX_HEADER.match(text[:cut]):
         text = text[cut + len("\nOutput:\n") :]
+    text = printed._CLAUDE_EXIT.sub("", text)
+    head = printed._GEMINI_HEAD.match(text)
+    if head is not None:
+        tail = printed._GEMINI_TAIL.search(text[head.end() :])
+        text = text[head.end() :][: tail.start() if tail else None]
     for pattern in (
-        tooloutput._CLAUDE_EXIT,
-        tooloutput._OPENHANDS_SUFFIX,
-        tooloutput._SWE_FOOTER,
+        printed._OPENHANDS_SUFFIX,
+        printed._SWE_FOOTER,
     ):
         text = pattern.sub("", text)
-    text = tooloutput._ERROR_TAG.sub("", tooloutput._REMINDER.sub("\n", text))
+    text = printed._ERROR_TAG.sub("", printed._REMINDER.sub("\n", text))
     return text.replace("\r\n", "\n").strip("\n")
 
 
@@ -183,7 +187,7 @@ def test_scanners_match_their_plain_definitions_on_real_text() -> None:
         for prefer_error in (True, False):
             expected = plain_informative_line(text, prefer_error=prefer_error)
             assert shown.informative_line(text, prefer_error=prefer_error) == expected
-        assert tooloutput._unwrap(text, None) == plain_unwrap(text)
+        assert printed.unwrap(text, None) == plain_unwrap(text)
 
 
 # What reading a tool output looks for: versions, the lines worth quoting, the
@@ -198,6 +202,8 @@ OUTPUT_PIECES = [
     *("[The command has no new output after 30 seconds.]", "(Open file: a.py)\n"),
     *("(Current directory: /x)\n", "bash-$ ", "<system-reminder>", "</system-reminder>"),
     *("<tool_use_error>", "</tool_use_error>", "\r\n", "\n\n", "successful", "Ⅰok", "ǅ"),
+    *("Output: ", "Stdout: ", "Command: ls\n", "Directory: (root)\n", "\nExit Code: 1"),
+    *("\nProcess Group PGID: 7", "\nError: (none)", "\nSignal: (none)", "Stderr: (empty)"),
 ]
 JSON_PIECES = [
     *"{}[]:, \n",
@@ -224,7 +230,7 @@ def test_output_readers_match_their_plain_definitions(text: str) -> None:
     for prefer_error in (True, False):
         expected = plain_informative_line(text, prefer_error=prefer_error)
         assert shown.informative_line(text, prefer_error=prefer_error) == expected
-    assert tooloutput._unwrap(text, None) == plain_unwrap(text)
+    assert printed.unwrap(text, None) == plain_unwrap(text)
 
 
 @settings(max_examples=400, deadline=None)
@@ -241,7 +247,7 @@ def test_an_output_is_parsed_as_the_standard_library_parses_it(text: str) -> Non
         expected = None
     if not text.strip()[:1] or text.strip()[0] not in "[{":
         expected = None
-    found = tooloutput._json(text)
+    found = printed.parse_json(text)
     assert repr(found) == repr(expected)
     assert type(found) is type(expected)
 
@@ -264,7 +270,8 @@ def test_a_failure_is_read_as_parsing_every_output_reads_it(text: str) -> None:
     # The JSON is parsed only where it may name a failure: the verdict is the
     # one parsing every output gives.
     for code in (None, 0, 1):
-        expected = tooloutput._failed(text, code=code, value=tooloutput._json(text), flagged=False)
+        value = printed.parse_json(text)
+        expected = tooloutput._failed(text, code=code, value=value, flagged=False)
         assert tooloutput.failed_with_code(text, code=code) is expected
 
 

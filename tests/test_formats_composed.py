@@ -48,9 +48,11 @@ STREAM = next((FIXTURES / "claude-stream-json").glob("*.jsonl"))
 # Fixtures whose middle is too small for a summary to pay off.
 NOT_SUMMARIZED = {
     "openagents__regex-log__opus-raw.jsonl",
+    "openagents__regex-log__subagents__agent-a028728.jsonl",
     "ToolBench__G2_answer__52_ChatGPT_DFS_woFilter_w2.json",
     "codex-cli-0.171__stub-tally.jsonl",
     "opencode-1.18.33__stub-numbers.json",
+    "pi-0.73.1__stub-tally.jsonl",
 }
 
 

@@ -285,7 +285,10 @@ def test_claude_code_session(counter: TokenCounter) -> None:
         )
         for a in actions
     )
-    assert "2. Ran `python3 << 'EXPAND_EOF'` (a 50-line script) — ok [tool: Bash]" in actions
+    assert (
+        "2. Ran `python3 << 'EXPAND_EOF'` (a 50-line script) — ok, printed 25 lines, the last"
+        ' "test case 24: multiple_dates_no_ipv4_no_match -> 2021-01-15…" [tool: Bash]'
+    ) in actions
     state = section(text, "Active State")
     assert state[0] == (
         "- Last test run: `python -m pytest testgen_tests.py -v --tb=no | tail -5` — 83 passed (ok)"
@@ -388,8 +391,8 @@ def test_update_continues_numbering_without_duplicates(counter: TokenCounter) ->
     assert earlier.startswith("- 29 tool actions were recorded (4 failed); the last: ")
     assert [line for line in snapshot if "tool actions were recorded" in line] == [
         "- 32 tool actions were recorded (4 failed); the last: Ran `test -f "
-        "/Users/anmolbhardwaj/.superstack/.telemetry-prompted && echo yes || echo no` — exit 0 "
-        "[tool: exec_command]"
+        "/Users/anmolbhardwaj/.superstack/.telemetry-prompted && echo yes || echo no` — exit 0, "
+        'printed "yes" [tool: exec_command]'
     ]
     # Still running when A ended and never finished in B: it stays in progress.
     assert "rsync -a" in " ".join(section(updated, "Historical In-Progress State"))
@@ -512,7 +515,7 @@ def test_an_action_a_later_one_repeats_gives_way_to_older_work(counter: TokenCou
     assert len(every) == 318 and len(builds) == 33  # and one that failed
     shown = section(summarize(middle, counter, budget=6000).text, "Completed Actions")
     keys = _action_keys(shown)
-    assert len(keys) == len(set(keys)) >= 40
+    assert len(keys) == len(set(keys)) >= 35
     assert [item_number(x) for x in shown if x.endswith(build)] == builds[-1:]
     numbers = [item_number(x) for x in shown if item_number(x)]
     assert numbers == sorted(numbers)

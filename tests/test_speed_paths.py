@@ -472,7 +472,7 @@ def test_the_scan_on_several_cores_reads_as_one(
     assert [a.line() for a in cut.actions] == [
         "Ran `rsync -a src/ dst/` — exit 0 [tool: exec_command]",
         "Created notes.md — ok [tool: write]",
-        "Ran `ls` — ok [tool: exec_command]",
+        'Ran `ls` — ok, printed "notes.md" [tool: exec_command]',
         "Edited notes.md — ok [tool: write]",
     ]
     assert cut.decisions == ["I decided to use rsync."]

@@ -17,13 +17,14 @@ from ctxpack import formats, markers
 from ctxpack import messages as m
 from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, fact_line
+from ctxpack.printed import open_file
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.standin import quoted_error
 from ctxpack.summarize.offline.actions import Action, clip, make_action
 from ctxpack.summarize.serialize import serialize_middle
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import open_file, running_session
+from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse
 from ctxpack.tools import Family, describe
 from ctxpack.transcript import Message
@@ -328,6 +329,8 @@ CODEX_HEAD = "Chunk ID: 9e6f68\nWall time: 0.0000 seconds\nProcess exited with c
     ("output", "flagged", "failed"),
     [
         ("Command exited with code 1", True, False),
+        ("(no output)\n\nCommand exited with code 1", True, False),
+        ("Output: (empty)\nExit Code: 1\nProcess Group PGID: 90089", False, False),
         (CODEX_HEAD.format(code=1) + "Original token count: 0\nOutput:\n", False, False),
         ("Exit code 1\n", True, False),
         ("[The command completed with exit code 1.]", False, False),
@@ -357,7 +360,8 @@ def test_exit_1_with_nothing_printed_is_an_answer_for_every_stage(
     assert ran.failed is failed and ran.exit in (1, 2)
     assert action("bash", args, result("c1", line)).failed is failed
     if not failed:
-        assert ran.outcome == "exit 1"
+        assert ran.outcome == "exit 1, nothing printed"
+        assert action("bash", args, result("c1", line)).outcome == ran.outcome
     msgs = [call("c1", "bash", args), result("c1", output, is_error=flagged)]
     # A failure that printed nothing has no error line to keep.
     printed = "No such file" in output or "Traceback" in output

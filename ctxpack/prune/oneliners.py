@@ -15,6 +15,7 @@ from __future__ import annotations
 from ctxpack import tooloutput as outputs
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
+from ctxpack.printed import open_file
 from ctxpack.prune import shown
 from ctxpack.standin import PRUNED_PREFIX, ending, quote
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
@@ -49,7 +50,7 @@ def one_liner(
     label = call.label
     if call.family in (Family.READ, Family.WRITE) and not call.paths:
         # A call that names no file (SWE-agent's `edit`) is of the one its output names.
-        opened = outputs.open_file(output)
+        opened = open_file(output)
         label = f"{label} {opened}" if opened else label
     text = f"{PRUNED_PREFIX} {label} → " + (f"{head}; {size}" if head else size)
     for kind, line in quotes:

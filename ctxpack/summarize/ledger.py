@@ -22,13 +22,13 @@ from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.facts.text import is_slash_command
 from ctxpack.markers import is_summary
+from ctxpack.printed import REMINDER_BLOCK
 from ctxpack.redact import mask
 from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
 from ctxpack.summarize.statements import Change, Classify, changes, classified
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tooloutput import REMINDER_BLOCK
 from ctxpack.transcript import Message
 
 LEDGER_HEADING = "User Messages"

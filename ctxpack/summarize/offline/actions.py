@@ -12,13 +12,13 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
+from ctxpack.printed import open_file, printed
 from ctxpack.redact import mask
-from ctxpack.standin import is_pruned, quoted_error
+from ctxpack.standin import QUIET, is_pruned, quoted_error
 from ctxpack.tooloutput import (
     error_lines,
     exit_code,
     failed_with_code,
-    open_file,
     result_flagged_error,
     still_running,
     test_summary,
@@ -49,6 +49,8 @@ VERBS = {
 # Commands whose path arguments are only looked at.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed", "rg"})
 MAX_TARGET = 120
+# How much of what a call returned or a command printed its action quotes.
+QUOTED = 60
 
 
 @dataclass
@@ -229,9 +231,14 @@ def make_action(
         parts.append(tests)
     if errors:
         parts.append(clip(errors[0], 120))
-    elif kind == "call" and code is None and not failed and out.strip() and not is_pruned(out):
+    elif failed:
+        pass
+    elif kind == "call" and code is None and out.strip() and not is_pruned(out):
         # A stand-in's opening names the call again: it says nothing returned.
-        parts.append("returned " + clip(out, 60))
+        parts.append("returned " + clip(out, QUOTED))
+    elif kind == "run" and not pending and not tests and _mark(kind, command, failed) != "read":
+        # A stand-in keeps no output: it says only how the output ended.
+        parts.extend(_printed("" if is_pruned(out) else printed(out), code=code))
     action = Action(
         index=use.index,
         tool=name,
@@ -251,6 +258,24 @@ def make_action(
         answered=bool(outputs),
     )
     return action if seen is None else settle(action, seen=seen)
+
+
+def _printed(text: str, *, code: int | None) -> list[str]:
+    """What a command that did not fail printed, as its action says it: a
+    short output whole, a longer one by its last line (where builds, tests
+    and git say how things stand)."""
+    if not text:
+        # Only an answer exits non-zero without failing: say it printed nothing.
+        return [QUIET] if code else []
+    whole = collapse(text)
+    if len(whole) <= QUOTED:
+        return [f'printed "{clip(whole, QUOTED)}"']
+    lines = [line for line in text.splitlines() if line.strip()]
+    # A closing bracket or a rule says nothing: the last line that has a word.
+    last = next((line for line in reversed(lines) if any(c.isalnum() for c in line)), None)
+    if len(lines) == 1 or last is None:
+        return [f'printed "{clip(whole, QUOTED)}"']
+    return [f'printed {len(lines)} lines, the last "{clip(last, QUOTED)}"']
 
 
 def settle(action: Action, *, seen: Collection[str]) -> Action:

@@ -1,0 +1,148 @@
+"""What a tool printed, apart from what its agent wrote around it: Codex's
+header, Claude Code's exit line and error tags, Gemini CLI's fields, the
+footers of OpenHands and SWE-agent, the client's reminders, and a JSON
+object's output field. Counts and quoted lines describe the output itself,
+and "printed nothing" means the same for every agent (exit 1 with nothing
+printed is an answer, not a failure)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from typing import Any
+
+from ctxpack.formats import jsoncodec
+
+# "Exit code: 3", "Process exited with code 3", "[exit code 3]", "exit status 3",
+# "completed with exit code 3", "exitCode": 3, returncode=3, "return code 3".
+EXIT_STATUS = re.compile(
+    r"(?:exit(?:ed)?(?: with)?(?: exit)?[ _]?(?:code|status)|returncode|return code)"
+    r"[\s:=\"\]]*(-?\d+)",
+    re.IGNORECASE,
+)
+_CODEX_HEADER = re.compile(r"(?:Chunk ID:|Wall time:|Process (?:exited|running) |Exit code)")
+_CODEX_OUTPUT = "\nOutput:\n"
+_OPENHANDS_SUFFIX = re.compile(
+    r"\n?\[The command (?:completed with exit code -?\d+|has no new[^\]]*)\.?\]\s*\Z"
+)
+_SWE_FOOTER = re.compile(
+    r"\n?\(Open file: (?P<open>[^\n]*)\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z"
+)
+_CLAUDE_EXIT = re.compile(r"\AExit code:? -?\d+\n")
+# Gemini CLI writes a command's output as fields: the command and its folder
+# (older versions), what it printed, then how it ended.
+_GEMINI_FIRST = ("Output: ", "Stdout: ", "Command: ", "Directory: ")
+_GEMINI_HEAD = re.compile(r"(?:Command: [^\n]*\n)?(?:Directory: [^\n]*\n)?(?:Output|Stdout): ?")
+_GEMINI_TAIL = re.compile(
+    r"(?:\n(?:Stderr: \(empty\)|Error: \(none\)|Exit Code: -?\d+|Signal: [^\n]*"
+    r"|Background PIDs: [^\n]*|Process Group PGID: [^\n]*))+\s*\Z"
+)
+_GEMINI_TAIL_CHARS = 1000
+_ERROR_TAG = re.compile(r"</?tool_use_error>")
+# A note the client injects into a turn (Claude Code's system reminders): never
+# the tool's output, nor the user's words.
+REMINDER_BLOCK = r"<system-reminder>.*?</system-reminder>"
+_REMINDER = re.compile(r"\n*" + REMINDER_BLOCK + r"\s*", re.DOTALL)
+
+
+def parse_json(output: str) -> Any:
+    """The output parsed as the standard library parses it, or None."""
+    stripped = output.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    # jsoncodec reads JSON to the standard library's values, mostly with
+    # orjson; what it refuses and the standard library reads (NaN, Infinity,
+    # a lone surrogate) is read here the slow way.
+    with contextlib.suppress(jsoncodec.JSONError):
+        return jsoncodec.loads(stripped.encode("utf-8", "surrogatepass"))
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+
+
+def unwrap(output: str, value: Any) -> str:
+    """The output without its agent's wrapper; `value`: the output as parse_json reads it."""
+    if isinstance(value, dict):
+        for key in ("output", "content", "stdout", "result", "diff"):
+            inner = value.get(key)
+            if isinstance(inner, str):
+                return inner
+        return output
+    text = output
+    cut = text.find(_CODEX_OUTPUT, 0, 600)
+    if cut >= 0 and _CODEX_HEADER.match(text[:cut]):
+        text = text[cut + len(_CODEX_OUTPUT) :]
+    # Each wrapper is looked for only where its words are: a regex without a
+    # fixed start tries every position of the output.
+    if text.startswith("Exit code"):
+        text = _CLAUDE_EXIT.sub("", text)
+    if text.startswith(_GEMINI_FIRST):
+        text = _gemini_output(text)
+    if "[The command " in text:
+        text = _OPENHANDS_SUFFIX.sub("", text)
+    if "(Open file: " in text:
+        text = _SWE_FOOTER.sub("", text)
+    if "<system-reminder>" in text:
+        text = _REMINDER.sub("\n", text)
+    if "tool_use_error>" in text:
+        text = _ERROR_TAG.sub("", text)
+    return text.replace("\r\n", "\n").strip("\n")
+
+
+def _gemini_output(text: str) -> str:
+    head = _GEMINI_HEAD.match(text)
+    if head is None:
+        return text
+    tail = _GEMINI_TAIL.search(text, max(head.end(), len(text) - _GEMINI_TAIL_CHARS))
+    return text[head.end() : tail.start() if tail else len(text)]
+
+
+# What agents write in place of output when a command printed nothing.
+_NOTHING_PRINTED = frozenset(
+    {"(no output)", "(empty)", "Your command ran successfully and did not produce any output."}
+)
+
+
+def printed(output: str) -> str:
+    """What a command printed: its output without its agent's wrapper and
+    without the lines around it that only state the exit status; "" when it
+    printed nothing. Not for a stand-in, which keeps no output."""
+    stripped = output.lstrip()
+    value = parse_json(output) if stripped[:1] in ("{", "[") else None
+    return printed_of(output, value)
+
+
+def printed_of(output: str, value: Any) -> str:
+    """printed(output), for a caller that has parsed it (parse_json) already."""
+    lines = unwrap(output, value).split("\n")
+    start, end = 0, len(lines)
+    while start < end and _status_line(lines[start]):
+        start += 1
+    while end > start and _status_line(lines[end - 1]):
+        end -= 1
+    text = "\n".join(lines[start:end]).strip()
+    return "" if text in _NOTHING_PRINTED else text
+
+
+# What node prints around a program's output when a debugger attaches to it
+# (an editor's terminal does that to every node process): never the program's.
+_DEBUGGER = re.compile(
+    r"\s*(?:Debugger attached\.|Waiting for the debugger to disconnect\.\.\."
+    r"|Debugger listening on ws://\S+|For help, see: https://nodejs\.org/\S+)\s*\Z"
+)
+
+
+def _status_line(line: str) -> bool:
+    return not line.strip() or bool(EXIT_STATUS.search(line)) or bool(_DEBUGGER.match(line))
+
+
+def open_file(output: str) -> str | None:
+    """The file SWE-agent's editor has open, as its output's footer names it:
+    the file its `edit` changes, which the call itself does not name."""
+    if "(Open file: " not in output:
+        return None
+    found = _SWE_FOOTER.search(output[-2000:])
+    path = found.group("open").strip() if found else ""
+    return path if path and path != "n/a" else None
