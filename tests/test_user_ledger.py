@@ -229,6 +229,9 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("Actually, never mind.", None),
         ("I've always had great service.", None),
         ("It's the background colour that doesn't change.", None),
+        ("I don't actually have the reservation ID with me right now.", None),
+        ("alright, i think there's only one file left to fix up, tui-renderer.ts", None),
+        ("It's only a warning.", None),
         # ... while the same words that set one still do.
         ("I don't want travel insurance.", "constraint"),
         ("Don't have the parser return None.", "constraint"),
@@ -236,6 +239,8 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("Make sure the total cost doesn't exceed $500.", "constraint"),
         ("I don't remember the ID, but never push to main.", "constraint"),
         ("Always run the tests before a commit.", "constraint"),
+        ("Use only the standard library.", "constraint"),
+        ("There is only one rule: only touch files under src/.", "constraint"),
         ("Note: the cluster is in us-west-2.", "fact"),
         ("FYI the build box runs Python 3.11", "fact"),
         ("The release deadline is 2026-11-15.", "fact"),

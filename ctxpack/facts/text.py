@@ -81,11 +81,14 @@ _NOT = r"(?:don['’]t|do not|doesn['’]t|does not)"
 DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
 # Modal words that state a fact, not a rule: what the user does not have or
 # remember, a guess ("there must be a way", "I must have left it"), a promise
-# of their own ("I'll make sure to find it"), a habit of the past, and what a
-# thing does not do (a report of how it behaves, not how it should).
+# of their own ("I'll make sure to find it"), a habit of the past, what a
+# thing does not do (a report of how it behaves, not how it should), and how
+# many of a thing there are ("there's only one file left").
 _NOT_A_RULE_RE = re.compile(
     r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
+    r"(?:\s+(?:really|actually|even|currently))?"
     r"\s+(?:remember|recall|know|have|think|see|understand|believe|mind|care|recogni[sz]e)\b"
+    r"|\b(?:there|it|that)(?:['’]s| is| are| was| were)(?: just)? only\b"
     r"|\bthere must be\b|\bmust(?:['’]ve| have) (?:been|gone|done|made|had|left|lost|forgotten"
     r"|seen|sent|taken|got(?:ten)?|\w+ed)\b"
     r"|\b(?:i|we)(?:['’]ll| will| shall|['’]m going to| am going to| are going to)(?: \w+)?"
