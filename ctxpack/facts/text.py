@@ -142,6 +142,7 @@ _DIRECTIVE_HINTS = (
     "quit",
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_LIST_MARKER = re.compile(r"\d{1,3}[.)]")
 MAX_SENTENCE = 300
 
 
@@ -287,16 +288,21 @@ def _ascii_number_units(text: str, out: list[tuple[int, str]]) -> None:
 
 
 def sentences(text: str) -> Iterator[str]:
-    """Sentences and lines, whitespace-collapsed, produced as they are read."""
+    """Sentences and lines, whitespace-collapsed, produced as they are read.
+    A numbered list's marker ("1." before "**Flight HAT069**") is no sentence."""
     start = 0
     for mt in _SENTENCE_SPLIT.finditer(text):
         piece = collapse(text[start : mt.start()].strip(" \t-*#>"))
         start = mt.end()
-        if piece:
+        if piece and not _list_marker(piece):
             yield piece
     piece = collapse(text[start:].strip(" \t-*#>"))
-    if piece:
+    if piece and not _list_marker(piece):
         yield piece
+
+
+def _list_marker(piece: str) -> bool:
+    return len(piece) <= 4 and _LIST_MARKER.fullmatch(piece) is not None
 
 
 def directives_in(text: str) -> list[str]:

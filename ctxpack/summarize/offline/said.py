@@ -4,7 +4,6 @@ sentences in which the assistant said what it decided or would do next."""
 from __future__ import annotations
 
 import re
-from itertools import islice
 
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse, folded
@@ -172,11 +171,16 @@ def _maybe_said(text: str) -> bool:
 
 
 def last_note(bodies: list[str]) -> str | None:
-    """The first two quotable sentences of the last assistant text that has any."""
+    """The first two quotable sentences of the last assistant text that has
+    any; a sentence that ends in a colon ends the quote, for what follows it
+    (a list, a block) reads wrong out of it."""
     for body in reversed(bodies):
-        said = list(
-            islice((clip(s, MAX_QUOTE) for s in sentences(body) if len(s) <= 2 * MAX_QUOTE), 2)
-        )
+        said: list[str] = []
+        for sentence in sentences(body):
+            if len(sentence) <= 2 * MAX_QUOTE:
+                said.append(clip(sentence, MAX_QUOTE))
+                if len(said) == 2 or sentence.endswith(":"):
+                    break
         if said:
             return " ".join(said)
     return None
