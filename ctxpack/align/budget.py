@@ -56,12 +56,17 @@ class Budget:
             return self
         return replace(self, tail_tokens=int(tokens * DEFAULT_FORCED_TAIL_RATIO))
 
-    def summary_budget(self, middle_tokens: int) -> int:
-        """max(2,000, min(20% of the middle, 40% of the threshold, 10,000)).
+    def summary_budget(self, middle_tokens: int, *, previous_tokens: int = 0) -> int:
+        """max(2,000, min(20% of the middle, 40% of the threshold, 10,000)),
+        and an update's no less than the record it updates (`previous_tokens`)
+        within that cap.
 
         Tied to the threshold, not the window: record and tail together stay
         well under it, and a long session in a small window is not squeezed
         into 2,000 tokens (at a 32,000-token window a 900-message session kept
-        4% of the commands it ran)."""
+        4% of the commands it ran). An update made to fit 20% of its new turns
+        alone would drop, round after round, the constraints and work the
+        record kept."""
         cap = min(int(0.40 * self.threshold_tokens), MAX_SUMMARY_TOKENS)
-        return max(MIN_SUMMARY_TOKENS, min(int(0.20 * middle_tokens), cap))
+        wanted = max(int(0.20 * middle_tokens), previous_tokens)
+        return max(MIN_SUMMARY_TOKENS, min(wanted, cap))

@@ -57,11 +57,13 @@ def build(
     replaced: Collection[str] = (),
     classify: Classify = classified,
     asked_before: bool = False,
+    update: bool = False,
 ) -> dict[str, list[Item]]:
     """`said`: the user's messages of these turns; `replaced`: values a later
     message changed (a statement naming one stays in the ledger only);
-    `asked_before`: the turns kept before these hold the user's first ask."""
-    sections = _sections(scan, date, focus, start, asked_before)
+    `asked_before`: the turns kept before these hold the user's first ask;
+    `update`: these turns come after a record they update."""
+    sections = _sections(scan, date, focus, start, asked_before, update)
     _add_statements(sections, said, replaced, classify)
     for heading, items in sections.items():
         if heading != COMPLETED_ACTIONS:
@@ -98,13 +100,13 @@ def unique(*groups: Sequence[Item]) -> list[Item]:
 
 
 def _sections(
-    scan: Scan, date: str | None, focus: str | None, start: int, asked_before: bool
+    scan: Scan, date: str | None, focus: str | None, start: int, asked_before: bool, update: bool
 ) -> dict[str, list[Item]]:
     done = [a for a in scan.actions if not a.pending]
     numbered = list(enumerate(done, start))
     return {
         "Historical Task Snapshot": _snapshot(scan, date, focus, done),
-        "Goal": _goal(scan, asked_before),
+        "Goal": _goal(scan, asked_before, update),
         "Constraints & Preferences": [
             Item(f"- The user said: {quote(mask(d))}") for d in scan.facts.directives
         ],
@@ -147,17 +149,19 @@ def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action
     return items
 
 
-def _goal(scan: Scan, asked_before: bool) -> list[Item]:
+def _goal(scan: Scan, asked_before: bool, update: bool) -> list[Item]:
     # Later asks are in the user ledger, word for word.
     if not scan.asks:
         return []
     # After an ask kept before the record, the first one in it is a follow-up
     # (often the answer to a question): the task is the ask above, verbatim.
-    said = (
-        "The user's first ask is kept before this record; in these turns, they then asked"
-        if asked_before
-        else "The user first asked"
-    )
+    # An update's first ask follows the goal the record it updates holds.
+    if update:
+        said = "In the turns since the previous record, the user asked"
+    elif asked_before:
+        said = "The user's first ask is kept before this record; in these turns, they then asked"
+    else:
+        said = "The user first asked"
     return [Item(f"- {said}: {quote(scan.asks[0].text)}", order=0)]
 
 

@@ -97,6 +97,7 @@ class OfflineSummarizer:
             replaced=replaced,
             classify=classify,
             asked_before=bool(asked),
+            update=previous is not None,
         )
         candidates = fresh if previous is None else merge_previous(previous, fresh, found)
         if not candidates["Goal"]:

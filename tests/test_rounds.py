@@ -1,0 +1,60 @@
+"""A record keeps what it kept, round after round: an update's budget is no
+less than the record it updates (within the cap every record has), so the
+user's constraints and the work done do not fall out of it one compaction
+at a time, and what the user asked since the previous record reads as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers
+from ctxpack.align.budget import Budget
+from ctxpack.cli import app
+from ctxpack.summarize.template import parse
+from tests.conftest import SHARED
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("budget", "middle", "previous", "tokens"),
+    [
+        (Budget(), 1_000, 0, 2_000),
+        (Budget(), 30_000, 0, 6_000),
+        (Budget(), 10_000, 7_000, 7_000),
+        (Budget(), 50_000, 3_000, 10_000),
+        (Budget(), 10_000, 50_000, 10_000),
+        # 40% of a 16,000-token threshold.
+        (Budget(context_length=32_000), 1_000, 9_000, 6_400),
+    ],
+)
+def test_an_update_s_budget_is_no_less_than_the_record_it_updates(
+    budget: Budget, middle: int, previous: int, tokens: int
+) -> None:
+    assert budget.summary_budget(middle, previous_tokens=previous) == tokens
+
+
+def _compress(source: Path, out: Path) -> dict[str, list[str]]:
+    args = ["compress", "--offline", "--force", "--no-archive", str(source), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    return parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+
+
+def test_the_large_pi_session_keeps_its_constraints_in_a_second_round(tmp_path: Path) -> None:
+    first = _compress(PI_LARGE, tmp_path / "first.jsonl")
+    second = _compress(tmp_path / "first.jsonl", tmp_path / "second.jsonl")
+    constraints = first["Constraints & Preferences"]
+    assert len(constraints) == 10 and not any("more)" in c for c in constraints)
+    assert second["Constraints & Preferences"] == constraints
+    # The ask the second round's turns hold follows the goal the first record holds.
+    assert second["Goal"][: len(first["Goal"])] == first["Goal"]
+    assert second["Goal"][-1].startswith(
+        '- In the turns since the previous record, the user asked: "+314 - Tips for creating'
+    )
+    done = [x for x in second["Completed Actions"] if x[:1].isdigit()]
+    assert len(done) >= len([x for x in first["Completed Actions"] if x[:1].isdigit()]) // 2
