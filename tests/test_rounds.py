@@ -56,5 +56,6 @@ def test_the_large_pi_session_keeps_its_constraints_in_a_second_round(tmp_path: 
     assert second["Goal"][-1].startswith(
         '- In the turns since the previous record, the user asked: "+314 - Tips for creating'
     )
-    done = [x for x in second["Completed Actions"] if x[:1].isdigit()]
-    assert len(done) >= len([x for x in first["Completed Actions"] if x[:1].isdigit()]) // 2
+    # Every action the first record named, the second names too.
+    assert len(first["Completed Actions"]) >= 70
+    assert set(first["Completed Actions"]) <= set(second["Completed Actions"])

@@ -91,9 +91,9 @@ def prepare_request(
             )
         else:
             in_middle = counter.messages(middle)
-        budget_tokens = settings.budget.summary_budget(
-            in_middle, previous_tokens=counter.text(previous) if previous is not None else 0
-        )
+        # The summarizer's share of the budget holds the record it updates.
+        held = int(counter.text(previous) / SUMMARY_SHARE) if previous is not None else 0
+        budget_tokens = settings.budget.summary_budget(in_middle, previous_tokens=held)
     request = SummaryRequest(
         middle=middle,
         budget_tokens=int(budget_tokens * SUMMARY_SHARE),
