@@ -109,9 +109,7 @@ def printed(output: str) -> str:
     """What a command printed: its output without its agent's wrapper and
     without the lines around it that only state the exit status; "" when it
     printed nothing. Not for a stand-in, which keeps no output."""
-    stripped = output.lstrip()
-    value = parse_json(output) if stripped[:1] in ("{", "[") else None
-    return printed_of(output, value)
+    return printed_of(output, parse_json(output))
 
 
 def printed_of(output: str, value: Any) -> str:
