@@ -13,11 +13,9 @@ import pytest
 
 from ctxpack.printed import printed
 from ctxpack.prune.oneliners import one_liner
-from ctxpack.summarize.offline.actions import make_action
-from ctxpack.toolpairs import ToolUse
 from tests.builders import result
 from tests.conftest import FIXTURES
-from tests.test_tool_rules import cli_record
+from tests.test_tool_rules import action, cli_record
 
 CODEX_HEAD = "Chunk ID: 4067f7\nWall time: 0.0001 seconds\nProcess exited with code {code}\n"
 GEMINI_OLD = (
@@ -61,10 +59,8 @@ def test_what_a_command_printed_is_read_alike_for_every_agent(output: str, text:
     assert printed(output) == text
 
 
-def action(command: str, output: str, *, is_error: bool = False) -> str:
-    arguments = json.dumps({"command": command})
-    use = ToolUse(index=0, call_id="c1", name="bash", arguments=arguments)
-    return make_action(use, [result("c1", output, is_error=is_error)], seen=set()).outcome
+def outcome(command: str, output: str) -> str:
+    return action("bash", {"command": command}, result("c1", output)).outcome
 
 
 GIT_STATUS = "On branch main\nYour branch is up to date.\n\nnothing to commit, working tree clean\n"
@@ -72,7 +68,7 @@ PYTEST_OK = "tests/test_a.py ..\n\n===== 2 passed in 0.10s =====\n"
 
 
 @pytest.mark.parametrize(
-    ("command", "output", "outcome"),
+    ("command", "output", "expected"),
     [
         ("test -f a && echo yes || echo no", "no\n", 'ok, printed "no"'),
         (
@@ -104,8 +100,8 @@ PYTEST_OK = "tests/test_a.py ..\n\n===== 2 passed in 0.10s =====\n"
         ("npm run dev", "Process running with session ID 7\nready", "still running"),
     ],
 )
-def test_an_action_says_what_its_command_printed(command: str, output: str, outcome: str) -> None:
-    assert action(command, output) == outcome
+def test_an_action_says_what_its_command_printed(command: str, output: str, expected: str) -> None:
+    assert outcome(command, output) == expected
 
 
 @pytest.mark.parametrize(
@@ -114,7 +110,7 @@ def test_an_action_says_what_its_command_printed(command: str, output: str, outc
 def test_a_stand_in_keeps_no_output_to_quote(output: str) -> None:
     args: dict[str, Any] = {"command": "git status"}
     stand_in = one_liner(name="bash", arguments=json.dumps(args), output=output * 400)
-    assert action("git status", stand_in) in ("ok", "exit 0")
+    assert outcome("git status", stand_in) in ("ok", "exit 0")
 
 
 PI_TALLY = FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"

@@ -8,13 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from ctxpack import formats, markers
 from ctxpack.align.budget import Budget
-from ctxpack.cli import app
-from ctxpack.summarize.template import parse
 from tests.conftest import SHARED
+from tests.test_tool_rules import cli_record
 
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 
@@ -37,17 +34,9 @@ def test_an_update_s_budget_is_no_less_than_the_record_it_updates(
     assert budget.summary_budget(middle, previous_tokens=previous) == tokens
 
 
-def _compress(source: Path, out: Path) -> dict[str, list[str]]:
-    args = ["compress", "--offline", "--force", "--no-archive", str(source), "-o", str(out)]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
-    return parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
-
-
 def test_the_large_pi_session_keeps_its_constraints_in_a_second_round(tmp_path: Path) -> None:
-    first = _compress(PI_LARGE, tmp_path / "first.jsonl")
-    second = _compress(tmp_path / "first.jsonl", tmp_path / "second.jsonl")
+    first = cli_record(PI_LARGE, tmp_path, name="first.jsonl")
+    second = cli_record(tmp_path / "first.jsonl", tmp_path, name="second.jsonl")
     constraints = first["Constraints & Preferences"]
     assert len(constraints) == 10 and not any("more)" in c for c in constraints)
     assert second["Constraints & Preferences"] == constraints

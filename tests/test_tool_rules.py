@@ -167,9 +167,10 @@ def test_an_edit_swe_agent_refused_failed_for_every_stage_and_names_the_open_fil
     assert extract_facts(refused).errors == ["IndentationError: unexpected indent"]
 
 
-def cli_record(session: Path, tmp_path: Path) -> dict[str, list[str]]:
-    """The sections of the record `compress --offline --force` writes for `session`."""
-    out = tmp_path / "out.jsonl"
+def cli_record(session: Path, tmp_path: Path, *, name: str = "out.jsonl") -> dict[str, list[str]]:
+    """The sections of the record `compress --offline --force` writes for
+    `session`, into `name` in `tmp_path`."""
+    out = tmp_path / name
     args = ["compress", "--offline", "--force", "--no-archive", str(session), "-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
