@@ -3,7 +3,7 @@ header, Claude Code's exit line and error tags, Gemini CLI's fields, the
 footers of OpenHands and SWE-agent, the client's reminders, and a JSON
 object's output field. Counts and quoted lines describe the output itself,
 and "printed nothing" means the same for every agent (exit 1 with nothing
-printed is an answer, not a failure)."""
+printed is an answer, not a failure). A terminal's colour codes are no text."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ _GEMINI_TAIL = re.compile(
 )
 _GEMINI_TAIL_CHARS = 1000
 _ERROR_TAG = re.compile(r"</?tool_use_error>")
+# A terminal's colour and cursor codes: how the text looked, not what it says.
+ANSI_CODE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A note the client injects into a turn (Claude Code's system reminders): never
 # the tool's output, nor the user's words.
 REMINDER_BLOCK = r"<system-reminder>.*?</system-reminder>"
@@ -114,14 +116,17 @@ def printed(output: str) -> str:
 
 def printed_of(output: str, value: Any) -> str:
     """printed(output), for a caller that has parsed it (parse_json) already."""
-    lines = unwrap(output, value).split("\n")
+    text = unwrap(output, value)
+    if "\x1b[" in text:
+        text = ANSI_CODE.sub("", text)
+    lines = text.split("\n")
     start, end = 0, len(lines)
     while start < end and _status_line(lines[start]):
         start += 1
     while end > start and _status_line(lines[end - 1]):
         end -= 1
-    text = "\n".join(lines[start:end]).strip()
-    return "" if text in _NOTHING_PRINTED else text
+    kept = "\n".join(lines[start:end]).strip()
+    return "" if kept in _NOTHING_PRINTED else kept
 
 
 # What node prints around a program's output when a debugger attaches to it

@@ -1,7 +1,8 @@
 """What a command printed, read the same for every agent: its output without
-the agent's wrapper and status lines, "" when it printed nothing. A command
-that did not fail says in its action what it printed: a short output whole,
-a longer one by its count of lines and its last line with a word in it."""
+the agent's wrapper, status lines and colour codes, "" when it printed
+nothing. A command that did not fail says in its action what it printed: a
+short output whole, a longer one by its count of lines and its last line
+with a word in it."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ GEMINI_OLD = (
         ("hi\n[The command completed with exit code 0.]", "hi"),
         ('{"output": "3 files\\n", "exit_code": 0, "error": null}', "3 files"),
         ("Debugger attached.\nbuilt\nWaiting for the debugger to disconnect...\n", "built"),
+        ("\x1b[32m✓\x1b[0m built in \x1b[1m2s\x1b[22m\n", "✓ built in 2s"),
         # Status words inside the output are the output's own.
         ("a\nexit code 3 is reserved\nb\nexit status 0", "a\nexit code 3 is reserved\nb"),
     ],

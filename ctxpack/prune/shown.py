@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ctxpack.facts.match import folded
+from ctxpack.printed import ANSI_CODE
 from ctxpack.tooloutput import OutputFacts
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _NUMBERED = re.compile(r"^\s*(\d+)(?:→|\t|\|)", re.MULTILINE)  # cat -n, Read, Hermes read_file
 _SWE_FILE = re.compile(r"^\[File: [^\n]*\((\d+) lines total\)\]", re.MULTILINE)
 _FOUND = re.compile(r"\bFound (\d+) (matches|match|files|file|results|result)\b")
@@ -94,7 +94,7 @@ def first_line(body: str) -> str:
 
 
 def _quote(line: str) -> str:
-    flat = " ".join(_ANSI.sub("", line).split()).strip("=-_ ")
+    flat = " ".join(ANSI_CODE.sub("", line).split()).strip("=-_ ")
     return flat if len(flat) <= QUOTE_CHARS else flat[: QUOTE_CHARS - 1] + "…"
 
 
