@@ -58,12 +58,17 @@ def is_pruned(text: str) -> bool:
     return text.lstrip().startswith(PRUNED_PREFIX)
 
 
+_SAID_NONE = Ending(code=None, quiet=False, running=False, session=None, error=False)
+
+
 def ending_said(text: str) -> Ending | None:
-    """How the stand-in `text` says its output ended; None for any other text,
-    or a stand-in that says none of it."""
-    found = _ENDING.search(text) if is_pruned(text) else None
-    if found is None:
+    """How the stand-in `text` says its output ended (an ending that says
+    nothing when it says none of it); None for any other text."""
+    if not is_pruned(text):
         return None
+    found = _ENDING.search(text)
+    if found is None:
+        return _SAID_NONE
     code = found["code"]
     return Ending(
         code=int(code) if code else None,

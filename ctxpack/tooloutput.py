@@ -158,9 +158,9 @@ def _answered(output: str, value: Any) -> bool:
     found no line (grep, rg), a test was false (`test -f`, `[ … ]`), two files
     differ (`cmp -s`). Its agent may flag it as an error all the same; an
     error the command met is printed."""
-    if is_pruned(output):
-        said = ending_said(output)
-        return said is not None and said.quiet
+    said = ending_said(output)
+    if said is not None:
+        return said.quiet
     if len(output) > _STATUS_ONLY_CHARS or value is not None:
         return False
     return not printed_of(output, value)
@@ -168,9 +168,9 @@ def _answered(output: str, value: Any) -> bool:
 
 def exit_code(output: str) -> int | None:
     """The exit code an agent wrote into a command's output, if any."""
-    if is_pruned(output):
-        said = ending_said(output)
-        return said.code if said is not None else None
+    said = ending_said(output)
+    if said is not None:
+        return said.code
     for part in (output[:_STATUS_CHARS], output[-_STATUS_CHARS:]):
         lowered = folded(part)
         if lowered is not None and "exit" not in lowered and "return" not in lowered:
@@ -183,17 +183,17 @@ def exit_code(output: str) -> int | None:
 
 def running_session(output: str) -> str | None:
     """The session id of a command that was still running when it returned."""
-    if is_pruned(output):
-        said = ending_said(output)
-        return said.session if said is not None else None
+    said = ending_said(output)
+    if said is not None:
+        return said.session
     found = _SESSION.search(output[:_RUNNING_HEAD])
     return found.group(1) if found else None
 
 
 def still_running(output: str) -> bool:
-    if is_pruned(output):
-        said = ending_said(output)
-        return said is not None and said.running
+    said = ending_said(output)
+    if said is not None:
+        return said.running
     head = output[:_RUNNING_HEAD]
     if _SESSION.search(head):
         return True

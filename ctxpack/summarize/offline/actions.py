@@ -218,6 +218,7 @@ def make_action(
     quoted = quoted_error(out) if failed else None
     errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
     pending = not outputs or running
+    mark = _mark(kind, command, failed)
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
@@ -236,7 +237,7 @@ def make_action(
     elif kind == "call" and code is None and out.strip() and not is_pruned(out):
         # A stand-in's opening names the call again: it says nothing returned.
         parts.append("returned " + clip(out, QUOTED))
-    elif kind == "run" and not pending and not tests and _mark(kind, command, failed) != "read":
+    elif kind == "run" and not pending and not tests and mark != "read":
         # A stand-in keeps no output: it says only how the output ended.
         parts.extend(_printed("" if is_pruned(out) else printed(out), code=code))
     action = Action(
@@ -248,7 +249,7 @@ def make_action(
         head=head,
         command=command,
         paths=paths,
-        mark=_mark(kind, command, failed),
+        mark=mark,
         outcome=", ".join(parts),
         failed=failed,
         pending=pending,
@@ -268,12 +269,10 @@ def _printed(text: str, *, code: int | None) -> list[str]:
         # Only an answer exits non-zero without failing: say it printed nothing.
         return [QUIET] if code else []
     whole = collapse(text)
-    if len(whole) <= QUOTED:
-        return [f'printed "{clip(whole, QUOTED)}"']
     lines = [line for line in text.splitlines() if line.strip()]
     # A closing bracket or a rule says nothing: the last line that has a word.
     last = next((line for line in reversed(lines) if any(c.isalnum() for c in line)), None)
-    if len(lines) == 1 or last is None:
+    if len(whole) <= QUOTED or len(lines) == 1 or last is None:
         return [f'printed "{clip(whole, QUOTED)}"']
     return [f'printed {len(lines)} lines, the last "{clip(last, QUOTED)}"']
 
