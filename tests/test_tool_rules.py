@@ -167,11 +167,14 @@ def test_an_edit_swe_agent_refused_failed_for_every_stage_and_names_the_open_fil
     assert extract_facts(refused).errors == ["IndentationError: unexpected indent"]
 
 
-def cli_record(session: Path, tmp_path: Path, *, name: str = "out.jsonl") -> dict[str, list[str]]:
-    """The sections of the record `compress --offline --force` writes for
-    `session`, into `name` in `tmp_path`."""
+def cli_record(
+    session: Path, tmp_path: Path, *options: str, name: str = "out.jsonl"
+) -> dict[str, list[str]]:
+    """The sections of the record `compress --offline --force [options]`
+    writes for `session`, into `name` in `tmp_path`."""
     out = tmp_path / name
-    args = ["compress", "--offline", "--force", "--no-archive", str(session), "-o", str(out)]
+    args = ["compress", "--offline", "--force", "--no-archive", *options, str(session)]
+    args += ["-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages

@@ -20,7 +20,8 @@ Where facts come from, and why:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -39,6 +40,7 @@ from ctxpack.facts.text import (
 )
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
+from ctxpack.summarize.template import parse
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import error_lines, result_flagged_error
@@ -305,6 +307,31 @@ def fact_line(category: str, item: str) -> str:
     return f"- {label}: {item}"
 
 
+def fact_of(line: str) -> str | None:
+    """The fact a preserved-facts line (fact_line) names; None for any other line."""
+    found = _FACT_LINE_RE.match(line)
+    if found is None:
+        return None
+    label, body = found.groups()
+    if label == _LABELS["commands"]:
+        fenced = _FENCED_RE.fullmatch(body)
+        return next(part for part in fenced.groups() if part is not None) if fenced else None
+    if label == _LABELS["directives"]:
+        return body[1:-1] if len(body) > 1 and body[0] == body[-1] == '"' else None
+    return body or None
+
+
+_FACT_LINE_RE = re.compile(rf"^- ({'|'.join(_LABELS.values())}):(?: |(?=\n))(.*)\Z", re.DOTALL)
+_FENCED_RE = re.compile(r"\n```\n(.*)\n```|`` (.*) ``|`([^`]*)`", re.DOTALL)
+
+
+def earlier_facts(previous_summary: str | None) -> list[str]:
+    """The items of the preserved-facts section of a record being updated."""
+    if not previous_summary:
+        return []
+    return parse(previous_summary).get(PRESERVED_FACTS_HEADING, [])
+
+
 def preserved_facts_section(
     middle: list[Message],
     summary_text: str,
@@ -312,10 +339,14 @@ def preserved_facts_section(
     counter: TokenCounter,
     cap_tokens: int,
     memo: FactMemo | None = None,
+    earlier: Sequence[str] = (),
 ) -> str:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
     most important first, within cap_tokens; "" when nothing is missing.
-    `memo`: the facts the summarizer found while it read the middle."""
+    `memo`: the facts the summarizer found while it read the middle.
+    `earlier`: the items of the section of the record the summary updates:
+    its facts were compacted too, and stay while the summary does not name
+    them (the facts of a record's own text hold no commands or errors)."""
     collector = FactCollector()
     for msg in middle:
         known = memo.known(msg) if memo is not None else None
@@ -329,6 +360,12 @@ def preserved_facts_section(
         for category in PRESERVED_ORDER
         for item in getattr(facts, category)
         if not (haystack.mentions(item) or haystack.mentions(mask(item)))
+    )
+    candidates = dedupe(
+        [
+            *candidates,
+            *(line for line in earlier if (fact := fact_of(line)) and not haystack.mentions(fact)),
+        ]
     )
     if not candidates:
         return ""

@@ -12,7 +12,7 @@ from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
-from ctxpack.facts.extract import preserved_facts_section, ran_only
+from ctxpack.facts.extract import earlier_facts, preserved_facts_section, ran_only
 from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import Prepared, prepare_request
 from ctxpack.refs import LineBlob, ref_for
@@ -142,6 +142,7 @@ def _summarized(
         counter=counter,
         cap_tokens=max(room - 2, 0),
         memo=index.facts,
+        earlier=earlier_facts(request.previous_summary),
     )
     if facts:
         text = f"{text}\n\n{facts}"

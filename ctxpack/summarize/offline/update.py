@@ -29,7 +29,7 @@ from ctxpack.summarize.offline.sections import (
     repeats_last,
     unique,
 )
-from ctxpack.summarize.protocol import HEADINGS
+from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
 from ctxpack.summarize.template import COMPLETED_ACTIONS, Sections, item_number
 
 _ACTION_ITEM_RE = re.compile(
@@ -115,13 +115,14 @@ def merge_previous(
     merged["Historical Remaining Work"] = unique(
         new["Historical Remaining Work"], _old(old["Historical Remaining Work"])
     )
-    # Facts an earlier pass preserved, and whatever a foreign summary held
-    # outside our headings, stay as context (last in line for the budget).
-    # The ledger is carried by its own rules (Ledger), not as context.
+    # Whatever a foreign summary held outside our headings stays as context
+    # (last in line for the budget). The ledger is carried by its own rules
+    # (Ledger), the facts an earlier pass preserved by the preserved-facts
+    # section of this one, outside the summary's budget.
     foreign = [
         text
         for heading, items in previous.items()
-        if heading not in HEADINGS and heading != LEDGER_HEADING
+        if heading not in (*HEADINGS, LEDGER_HEADING, PRESERVED_FACTS_HEADING)
         for text in items
     ]
     merged["Critical Context"] = unique(
