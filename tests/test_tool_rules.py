@@ -188,7 +188,7 @@ def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path
         " IndentationError: unexpected indent [tool: edit]"
     )
     files = record["Relevant Files"]
-    assert "- /testbed/src/marshmallow/fields.py — edit failed" in files
+    assert "- /testbed/src/marshmallow/fields.py — read, edit failed" in files
     assert "- /testbed/reproduce.py — edited" in files
     assert not [line for line in files if "replacement_text" in line]
 

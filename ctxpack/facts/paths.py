@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 import string
+from collections.abc import Iterable
 from functools import lru_cache
 
 from ctxpack.facts.match import byte_view, dedupe
@@ -232,4 +233,44 @@ def _without_patterns(words: list[str]) -> list[str]:
                 pattern_next = not equals
                 continue
         out.append(word)
+    return out
+
+
+def _spelling(path: str) -> str:
+    """A path as compared with its other spellings: no "./" before it or
+    inside it, no "/" after it."""
+    text = path.replace("/./", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text.rstrip("/") or text
+
+
+def same_files(paths: Iterable[str]) -> dict[str, str]:
+    """Of `paths`, each that names a file another names more fully, mapped to
+    the fullest: a relative path that another ends with ("src/a.py" and
+    "/repo/src/a.py"), a bare name that ends another ("a.py"). A path that
+    ends two different files ("Cargo.toml" of two crates) is left as it is:
+    which one it meant is not known. A path that starts at a root, a home
+    or a parent ("/", "~", "..") is its own, and a parent's names no other."""
+    spelled = {path: _spelling(path) for path in paths}
+    # Every tail of every path that starts after one of its separators.
+    ends: dict[str, list[str]] = {}
+    for path, text in spelled.items():
+        if text.startswith(".."):
+            continue  # relative to a place the transcript may not say
+        at = text.find("/", 1)
+        while at >= 0:
+            ends.setdefault(text[at + 1 :], []).append(path)
+            at = text.find("/", at + 1)
+    out: dict[str, str] = {}
+    for path, text in spelled.items():
+        if not text or text.startswith(("/", "~", "..")) or _WINDOWS_RE.match(text):
+            continue
+        fuller = [other for other in ends.get(text, ()) if other != path]
+        if not fuller:
+            continue
+        fullest = max(fuller, key=lambda other: len(spelled[other]))
+        longest = spelled[fullest]
+        if all(longest.endswith("/" + spelled[other]) for other in fuller if other != fullest):
+            out[path] = fullest
     return out

@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 
 from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
+from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, without_count
@@ -296,10 +297,26 @@ def _pending(scan: Scan) -> list[Item]:
 def file_marks(scan: Scan) -> dict[str, list[str]]:
     """Every path of the middle with what was done to it, most recent first."""
     touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
-    marks = {path: ordered_marks(scan.file_marks.get(path, [])) for path in touched}
+    marks = {path: list(scan.file_marks.get(path, [])) for path in touched}
     for path in scan.facts.paths:
         marks.setdefault(path, [])
-    return {path: found or [MENTIONED] for path, found in marks.items()}
+    return one_per_file(marks)
+
+
+def one_per_file(marks: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Paths with what was done to them, each file once under its fullest
+    spelling (facts.paths.same_files) where the first of its spellings stood,
+    with all their marks; a path with none was only mentioned."""
+    fullest = same_files(marks)
+    out: dict[str, list[str]] = {}
+    for path, found in marks.items():
+        merged = out.setdefault(fullest.get(path, path), [])
+        merged.extend(mark for mark in found if mark not in merged)
+    for path, found in out.items():
+        if len(found) > 1 and MENTIONED in found:
+            found.remove(MENTIONED)
+        out[path] = ordered_marks(found) or [MENTIONED]
+    return out
 
 
 def ordered_marks(marks: list[str]) -> list[str]:

@@ -21,10 +21,9 @@ from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
-    MENTIONED,
     PROGRESS_RE,
     file_items,
-    ordered_marks,
+    one_per_file,
     progress_line,
     repeats_last,
     unique,
@@ -184,8 +183,4 @@ def _files(old: list[str], new: list[Item]) -> list[Item]:
         for mark in (part.strip() for part in mt.group(2).split(",")):
             if mark and mark not in found:
                 found.append(mark)
-    for path, found in marks.items():
-        if len(found) > 1 and MENTIONED in found:
-            found.remove(MENTIONED)
-        marks[path] = ordered_marks(found)
-    return unique(file_items(marks), opaque)
+    return unique(file_items(one_per_file(marks)), opaque)

@@ -1,0 +1,111 @@
+"""A record names each thing once. Relevant Files: a file the turns spell
+several ways (an absolute path, the same path from the working directory,
+its bare name) is one line under its fullest spelling, with everything done
+to it, in a first record and in an update."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxpack.facts.paths import same_files
+from ctxpack.summarize.offline.sections import one_per_file
+from ctxpack.tokens.counter import TokenCounter
+from tests.builders import call, result
+from tests.conftest import SHARED
+from tests.test_offline import section, summarize
+from tests.test_tool_rules import cli_record
+
+SWE_AGENT = (
+    SHARED
+    / "swe-agent"
+    / "SWE-agent__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
+)
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+FIELDS = "/testbed/src/marshmallow/fields.py"
+
+
+@pytest.mark.parametrize(
+    ("paths", "fullest"),
+    [
+        # From the working directory, and by name alone: both the absolute path.
+        (
+            ["fields.py", "src/marshmallow/fields.py", FIELDS],
+            {"fields.py": FIELDS, "src/marshmallow/fields.py": FIELDS},
+        ),
+        (["./reproduce.py", "/testbed/reproduce.py"], {"./reproduce.py": "/testbed/reproduce.py"}),
+        # A "./" inside a path is no other file.
+        (["tests/x.py", "/repo/tests/./x.py"], {"tests/x.py": "/repo/tests/./x.py"}),
+        (["README.md", "packages/agent/README.md"], {"README.md": "packages/agent/README.md"}),
+        # A name two files end with: which one it meant is not known.
+        (["Cargo.toml", "/a/Cargo.toml", "/b/Cargo.toml"], {}),
+        (["src/x.py", "/a/src/x.py", "/b/src/x.py"], {}),
+        # A path from a root, a home or a parent is its own.
+        (["/tmp/x.py", "/repo/tmp/x.py"], {}),
+        (["~/notes.md", "/home/me/notes.md"], {}),
+        (["x/a.py", "../x/a.py"], {}),
+        # Only a whole name ends a path.
+        (["a.py", "src/data.py"], {}),
+        (["src", "/repo/src"], {"src": "/repo/src"}),
+        ([], {}),
+    ],
+)
+def test_a_path_is_named_by_its_fullest_spelling(paths: list[str], fullest: dict[str, str]) -> None:
+    assert same_files(paths) == fullest
+
+
+def test_one_line_per_file_keeps_every_mark_where_its_first_spelling_stood() -> None:
+    marks = {
+        "src/app.py": ["edited"],
+        "/repo/README.md": ["read"],
+        "/repo/src/app.py": ["read"],
+        "app.py": [],
+        "notes.txt": [],
+    }
+    assert one_per_file(marks) == {
+        "/repo/src/app.py": ["edited", "read"],
+        "/repo/README.md": ["read"],
+        "notes.txt": ["mentioned"],
+    }
+
+
+def test_an_update_merges_the_previous_record_s_spelling_with_the_new_one(
+    counter: TokenCounter,
+) -> None:
+    previous = (
+        "## Relevant Files\n- src/app.py — read\n- app.py — mentioned\n- notes.txt — mentioned\n"
+    )
+    middle = [
+        call("c1", "write_file", {"path": "/repo/src/app.py", "content": "x = 1\n"}),
+        result("c1", "wrote /repo/src/app.py"),
+    ]
+    text = summarize(middle, counter, previous_summary=previous).text
+    assert section(text, "Relevant Files") == [
+        "- /repo/src/app.py — created, read",
+        "- notes.txt — mentioned",
+    ]
+
+
+def test_the_cli_record_of_the_swe_agent_session_names_each_file_once(tmp_path: Path) -> None:
+    # Before: the file it read and failed to edit stood on three lines (its
+    # absolute path, the path from /testbed, its name), the script on two.
+    record = cli_record(SWE_AGENT, tmp_path)
+    assert record["Relevant Files"] == [
+        f"- {FIELDS} — read, edit failed",
+        "- /testbed/reproduce.py — edited",
+        "- ./src/marshmallow/ — mentioned",
+    ]
+
+
+def test_the_cli_record_of_the_large_pi_session_names_no_file_by_its_name_alone(
+    tmp_path: Path,
+) -> None:
+    files = cli_record(PI_LARGE, tmp_path)["Relevant Files"]
+    paths = [line[2:].split(" — ")[0] for line in files]
+    assert len(paths) == len(set(paths)) == 49
+    # Fifteen names that one edited or read file ends with were lines of their own.
+    for name in ("theme.ts", "markdown.test.ts", "dark.json", "README.md", "theme.md"):
+        assert name not in paths
+        assert len([p for p in paths if p.endswith("/" + name)]) == 1
+    assert "- packages/coding-agent/src/theme/theme.ts — edited, read" in files
