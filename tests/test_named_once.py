@@ -1,7 +1,8 @@
 """A record names each thing once. Relevant Files: a file the turns spell
 several ways (an absolute path, the same path from the working directory,
 its bare name) is one line under its fullest spelling, with everything done
-to it, in a first record and in an update."""
+to it, in a first record and in an update. Active State: a command run again
+is one recent command, as its last run ended."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ctxpack.tokens.counter import TokenCounter
 from tests.builders import call, result
 from tests.conftest import SHARED
 from tests.test_offline import section, summarize
-from tests.test_tool_rules import cli_record
+from tests.test_tool_rules import GEMINI, cli_record
 
 SWE_AGENT = (
     SHARED
@@ -109,3 +110,36 @@ def test_the_cli_record_of_the_large_pi_session_names_no_file_by_its_name_alone(
         assert name not in paths
         assert len([p for p in paths if p.endswith("/" + name)]) == 1
     assert "- packages/coding-agent/src/theme/theme.ts — edited, read" in files
+
+
+def test_a_command_run_again_is_one_recent_command_as_its_last_run_ended(
+    counter: TokenCounter,
+) -> None:
+    runs = [
+        ("c1", "git status", "nothing to commit, working tree clean"),
+        ("c2", "make test", "tests failed\n\nCommand exited with code 2"),
+        ("c3", "make lint", "ok"),
+        ("c4", "make test", "all 12 passed"),
+    ]
+    middle = [
+        msg
+        for call_id, command, output in runs
+        for msg in (call(call_id, "bash", {"command": command}), result(call_id, output))
+    ]
+    text = summarize(middle, counter).text
+    assert section(text, "Active State") == [
+        "- Recent command: `make test` — ok",
+        "- Recent command: `make lint` — ok",
+        "- Recent command: `git status` — ok",
+    ]
+
+
+def test_the_cli_record_of_the_gemini_session_names_its_commands_once(tmp_path: Path) -> None:
+    # Before: the build-and-commit script, run twice, stood on two of the three lines.
+    record = cli_record(GEMINI, tmp_path)
+    assert record["Active State"] == [
+        "- Recent command: `npm run build -w @google/gemini-cli` — ok",
+        "- Recent command: `npm run build -w @google/gemini-cli && git add . && git commit"
+        ' -m "fix(cli): make agent team selection non-persistent` (a 5-line script) — failed',
+        "- Last file changed: packages/cli/src/ui/components/TeamCreatorWizard.tsx",
+    ]

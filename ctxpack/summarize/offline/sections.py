@@ -222,8 +222,14 @@ def _active(scan: Scan, done: list[Action]) -> list[Item]:
     if tested:
         last = tested[-1]
         items.append(Item(f"- Last test run: {last.target} — {last.tests} ({_status(last)})"))
-    runs = [a for a in done if a.kind == "run"][-RECENT_COMMANDS:]
-    for action in reversed(runs):
+    # A command run again is one of the recent ones, as its last run ended.
+    recent: dict[str, Action] = {}
+    for action in reversed(done):
+        if action.kind == "run" and action.key not in recent:
+            recent[action.key] = action
+            if len(recent) == RECENT_COMMANDS:
+                break
+    for action in recent.values():
         items.append(Item(f"- Recent command: {action.target} — {_status(action)}"))
     edits = [a for a in done if a.kind in ("edit", "create") and not a.failed]
     if edits:
