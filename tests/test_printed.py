@@ -2,7 +2,8 @@
 the agent's wrapper, status lines and colour codes, "" when it printed
 nothing. A command that did not fail says in its action what it printed: a
 short output whole, a longer one by its count of lines and its last line
-with a word in it."""
+with a word in it. A search says what it returned: a short answer whole, a
+longer one by its first line, where searches say how many they found."""
 
 from __future__ import annotations
 
@@ -113,6 +114,51 @@ def test_a_stand_in_keeps_no_output_to_quote(output: str) -> None:
     args: dict[str, Any] = {"command": "git status"}
     stand_in = one_liner(name="bash", arguments=json.dumps(args), output=output * 400)
     assert outcome("git status", stand_in) in ("ok", "exit 0")
+
+
+SWE_FIND = (
+    'Found 1 matches for "fields.py" in /testbed/src:\r\n/testbed/src/marshmallow/fields.py\n'
+    "(Open file: /testbed/reproduce.py)\n(Current directory: /testbed)\nbash-$"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "output", "expected"),
+    [
+        ("Glob", {"pattern": "**/*.log"}, "No files found", 'ok, returned "No files found"'),
+        (
+            "Grep",
+            {"pattern": "parse_date", "output_mode": "files_with_matches"},
+            "Found 3 files\nsrc/dates.py\nsrc/cli.py\ntests/test_dates.py\n",
+            'ok, returned "Found 3 files src/dates.py src/cli.py tests/test_dates.py"',
+        ),
+        (
+            "Grep",
+            {"pattern": "parse_date", "output_mode": "files_with_matches"},
+            "Found 5 files\n" + "\n".join(f"src/dates/module_{i}.py" for i in range(5)),
+            'ok, returned 6 lines, the first "Found 5 files"',
+        ),
+        # SWE-agent's footer is no part of the answer.
+        (
+            "find_file",
+            {"file_name": "fields.py", "dir": "src"},
+            SWE_FIND,
+            'ok, returned 2 lines, the first "Found 1 matches for "fields.py" in /testbed/src:"',
+        ),
+        ("grep_search", {"pattern": "activeTeam"}, "", "ok"),
+    ],
+)
+def test_a_search_says_what_it_returned(
+    name: str, args: dict[str, Any], output: str, expected: str
+) -> None:
+    assert action(name, args, result("c1", output)).outcome == expected
+
+
+def test_a_pruned_search_keeps_no_answer_to_quote() -> None:
+    args: dict[str, Any] = {"pattern": "parse_date"}
+    listing = "\n".join(f"src/module_{i}.py" for i in range(2000))
+    stand_in = one_liner(name="Grep", arguments=json.dumps(args), output=listing)
+    assert action("Grep", args, result("c1", stand_in)).outcome == "ok"
 
 
 PI_TALLY = FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"

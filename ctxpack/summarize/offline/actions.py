@@ -240,6 +240,8 @@ def make_action(
     elif kind == "run" and not pending and not tests and mark != "read":
         # A stand-in keeps no output: it says only how the output ended.
         parts.extend(_printed("" if is_pruned(out) else printed(out), code=code))
+    elif kind == "search" and not pending and not is_pruned(out):
+        parts.extend(_found(printed(out)))
     action = Action(
         index=use.index,
         tool=name,
@@ -275,6 +277,18 @@ def _printed(text: str, *, code: int | None) -> list[str]:
     if len(whole) <= QUOTED or len(lines) == 1 or last is None:
         return [f'printed "{clip(whole, QUOTED)}"']
     return [f'printed {len(lines)} lines, the last "{clip(last, QUOTED)}"']
+
+
+def _found(text: str) -> list[str]:
+    """What a search returned, as its action says it: a short answer whole,
+    a longer one by its first line, where searches say how many they found."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    whole = collapse(text)
+    if len(whole) <= QUOTED or len(lines) == 1:
+        return [f'returned "{clip(whole, QUOTED)}"']
+    return [f'returned {len(lines)} lines, the first "{clip(lines[0], QUOTED)}"']
 
 
 def settle(action: Action, *, seen: Collection[str]) -> Action:
