@@ -11,15 +11,10 @@ from typing import Any
 import pytest
 
 from ctxpack import formats
-from ctxpack.facts.extract import (
-    Facts,
-    extract_facts,
-    message_facts,
-    missing_facts,
-    preserved_facts_section,
-)
+from ctxpack.facts.extract import Facts, extract_facts, message_facts, missing_facts
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import clean_path, looks_like_path
+from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tools import command_of

@@ -12,7 +12,8 @@ from ctxpack import formats, markers
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.evaluate.retention import evaluate
-from ctxpack.facts.extract import extract_facts, preserved_facts_section, ran_only
+from ctxpack.facts.extract import extract_facts, ran_only
+from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.facts.text import command_fact, identifiers_in
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.pipeline.request import prepare_request

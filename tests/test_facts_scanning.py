@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from ctxpack import formats, printed, tooloutput
 from ctxpack import messages as m
-from ctxpack.facts.extract import extract_facts, preserved_facts_section
+from ctxpack.facts.extract import extract_facts
 from ctxpack.facts.match import Haystack, collapse, dedupe, folded, mentions
 from ctxpack.facts.paths import clean_path, looks_like_path, paths_in_text
+from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.facts.text import identifiers_in, values_in, versions_in
 from ctxpack.prune import shown
 from ctxpack.redact import PATTERNS, mask

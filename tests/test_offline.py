@@ -18,7 +18,8 @@ from ctxpack import formats
 from ctxpack import messages as m
 from ctxpack.align.budget import Budget
 from ctxpack.cli import app
-from ctxpack.facts.extract import extract_facts, missing_facts, preserved_facts_section
+from ctxpack.facts.extract import extract_facts, missing_facts
+from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
 from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.sections import PROGRESS_RE

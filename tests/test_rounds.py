@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack.align.budget import Budget
-from ctxpack.facts.extract import fact_line, fact_of, preserved_facts_section
+from ctxpack.facts.preserved import fact_line, fact_of, preserved_facts_section
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import SHARED
 from tests.test_tool_rules import cli_record

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from ctxpack import formats, markers
 from ctxpack import messages as m
 from ctxpack.cli import app
-from ctxpack.facts.extract import extract_facts, fact_line
+from ctxpack.facts.extract import extract_facts
+from ctxpack.facts.preserved import fact_line
 from ctxpack.printed import open_file
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.standin import quoted_error

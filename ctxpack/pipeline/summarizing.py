@@ -12,7 +12,8 @@ from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
-from ctxpack.facts.extract import earlier_facts, preserved_facts_section, ran_only
+from ctxpack.facts.extract import ran_only
+from ctxpack.facts.preserved import earlier_facts, preserved_facts_section
 from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import Prepared, prepare_request
 from ctxpack.refs import LineBlob, ref_for

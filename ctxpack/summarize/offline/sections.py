@@ -303,7 +303,7 @@ def _pending(scan: Scan) -> list[Item]:
 def file_marks(scan: Scan) -> dict[str, list[str]]:
     """Every path of the middle with what was done to it, most recent first."""
     touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
-    marks = {path: list(scan.file_marks.get(path, [])) for path in touched}
+    marks = {path: scan.file_marks.get(path, []) for path in touched}
     for path in scan.facts.paths:
         marks.setdefault(path, [])
     return one_per_file(marks)
