@@ -38,6 +38,19 @@ FIELDS = "/testbed/src/marshmallow/fields.py"
         (["./reproduce.py", "/testbed/reproduce.py"], {"./reproduce.py": "/testbed/reproduce.py"}),
         # A "./" inside a path is no other file.
         (["tests/x.py", "/repo/tests/./x.py"], {"tests/x.py": "/repo/tests/./x.py"}),
+        # Two spellings of one file are one file, under the first.
+        (
+            ["tests/x.py", "/repo/tests/x.py", "/repo/tests/./x.py"],
+            {"tests/x.py": "/repo/tests/x.py", "/repo/tests/./x.py": "/repo/tests/x.py"},
+        ),
+        (
+            ["~/.pi/themes/", "~/.pi/themes", ".pi/themes", "./.pi/themes"],
+            {
+                "~/.pi/themes": "~/.pi/themes/",
+                ".pi/themes": "~/.pi/themes/",
+                "./.pi/themes": "~/.pi/themes/",
+            },
+        ),
         (["README.md", "packages/agent/README.md"], {"README.md": "packages/agent/README.md"}),
         # A name two files end with: which one it meant is not known.
         (["Cargo.toml", "/a/Cargo.toml", "/b/Cargo.toml"], {}),

@@ -248,29 +248,35 @@ def _spelling(path: str) -> str:
 def same_files(paths: Iterable[str]) -> dict[str, str]:
     """Of `paths`, each that names a file another names more fully, mapped to
     the fullest: a relative path that another ends with ("src/a.py" and
-    "/repo/src/a.py"), a bare name that ends another ("a.py"). A path that
-    ends two different files ("Cargo.toml" of two crates) is left as it is:
-    which one it meant is not known. A path that starts at a root, a home
-    or a parent ("/", "~", "..") is its own, and a parent's names no other."""
-    spelled = {path: _spelling(path) for path in paths}
-    # Every tail of every path that starts after one of its separators.
+    "/repo/src/a.py"), a bare name that ends another ("a.py"); and each that
+    spells a file as an earlier one does ("dir/" and "dir", "a/./b" and "a/b"),
+    mapped to that one. A path that ends two different files ("Cargo.toml" of
+    two crates) is left as it is: which one it meant is not known. A path that
+    starts at a root, a home or a parent ("/", "~", "..") is its own, and a
+    parent's names no other."""
+    spelled: dict[str, str] = {}
+    first: dict[str, str] = {}  # each spelling's first path
+    out: dict[str, str] = {}
+    for path in paths:
+        text = spelled[path] = _spelling(path)
+        if first.setdefault(text, path) != path:
+            out[path] = first[text]
+    # Every tail of every spelling that starts after one of its separators.
     ends: dict[str, list[str]] = {}
-    for path, text in spelled.items():
+    for text in first:
         if text.startswith(".."):
             continue  # relative to a place the transcript may not say
         at = text.find("/", 1)
         while at >= 0:
-            ends.setdefault(text[at + 1 :], []).append(path)
+            ends.setdefault(text[at + 1 :], []).append(text)
             at = text.find("/", at + 1)
-    out: dict[str, str] = {}
-    for path, text in spelled.items():
+    for text, path in first.items():
         if not text or text.startswith(("/", "~", "..")) or _WINDOWS_RE.match(text):
             continue
-        fuller = [other for other in ends.get(text, ()) if other != path]
+        fuller = ends.get(text)
         if not fuller:
             continue
-        fullest = max(fuller, key=lambda other: len(spelled[other]))
-        longest = spelled[fullest]
-        if all(longest.endswith("/" + spelled[other]) for other in fuller if other != fullest):
-            out[path] = fullest
-    return out
+        longest = max(fuller, key=len)
+        if all(longest.endswith("/" + other) for other in fuller if other != longest):
+            out[path] = first[longest]
+    return {path: out[path] if out[path] not in out else out[out[path]] for path in out}
