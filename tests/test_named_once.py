@@ -2,7 +2,8 @@
 several ways (an absolute path, the same path from the working directory,
 its bare name) is one line under its fullest spelling, with everything done
 to it, in a first record and in an update. Active State: a command run again
-is one recent command, as its last run ended."""
+is one recent command, as its last run ended. Goal: a goal the ask above it
+quotes is not stated again."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ctxpack.facts.paths import same_files
 from ctxpack.summarize.offline.sections import one_per_file
 from ctxpack.tokens.counter import TokenCounter
 from tests.builders import call, result
-from tests.conftest import SHARED
+from tests.conftest import SHARED, TAU_BENCH
 from tests.test_offline import section, summarize
 from tests.test_tool_rules import GEMINI, cli_record
 
@@ -159,4 +160,26 @@ def test_the_cli_record_of_the_gemini_session_names_its_commands_once(tmp_path: 
         "- Recent command: `npm run build -w @google/gemini-cli && git add . && git commit"
         ' -m "fix(cli): make agent team selection non-persistent` (a 5-line script) — failed',
         "- Last file changed: packages/cli/src/ui/components/TeamCreatorWizard.tsx",
+    ]
+
+
+def test_a_goal_the_ask_quotes_is_not_stated_again(counter: TokenCounter) -> None:
+    middle = [
+        {"role": "user", "content": "I want to change the flight for reservation M05KNL."},
+        {"role": "assistant", "content": "Sure, let me look it up."},
+        {"role": "user", "content": "Also, I want to fly on May 20th. Can you check?"},
+    ]
+    text = summarize(middle, counter).text
+    assert section(text, "Goal") == [
+        '- The user first asked: "I want to change the flight for reservation M05KNL."',
+        '- The user stated: "Also, I want to fly on May 20th."',
+    ]
+
+
+def test_the_cli_record_of_a_tau_bench_session_states_its_goal_once(tmp_path: Path) -> None:
+    # Before: the ask and the same sentence "stated" stood one under the other.
+    record = cli_record(TAU_BENCH, tmp_path, at=6)
+    assert record["Goal"] == [
+        "- The user's first ask is kept before this record; in these turns, they then asked:"
+        " \"I want to change the flight for reservation 'M05KNL'.\""
     ]

@@ -169,16 +169,17 @@ def test_an_edit_swe_agent_refused_failed_for_every_stage_and_names_the_open_fil
 
 
 def cli_record(
-    session: Path, tmp_path: Path, *options: str, name: str = "out.jsonl"
+    session: Path, tmp_path: Path, *options: str, name: str = "out.jsonl", at: int = 0
 ) -> dict[str, list[str]]:
     """The sections of the record `compress --offline --force [options]`
-    writes for `session`, into `name` in `tmp_path`."""
+    writes for `session` (the file's session number `at`), into `name` in
+    `tmp_path`."""
     out = tmp_path / name
     args = ["compress", "--offline", "--force", "--no-archive", *options, str(session)]
     args += ["-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    written = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    written = formats.read(out.read_bytes(), path=str(out)).sessions[at].messages
     return parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
 
 

@@ -198,14 +198,18 @@ def _add_statements(
     # marks it superseded). One search of a sentence finds any of them: a long
     # middle has thousands of sentences, and a session changes dozens of values.
     names_replaced = any_of([old.lower() for old in replaced]).search
+    # A goal the asks above quote already is not stated again beside them.
+    asks = "\n".join(item.text for item in sections["Goal"])
     for text in said:
         for kind, sentence in classify(text):
             position += 1
             if names_replaced(sentence.lower()):
                 continue
             heading, lead = _STATED[kind]
-            line = f"- {lead}: {quote(mask(clip(sentence, MAX_QUOTE)))}"
-            found[heading].append(Item(line, order=position))
+            quoted = quote(mask(clip(sentence, MAX_QUOTE)))
+            if heading == "Goal" and quoted[1:-1] in asks:
+                continue
+            found[heading].append(Item(f"- {lead}: {quoted}", order=position))
     for heading, items in found.items():
         if heading == "Goal":
             # The first ask stays first; the newest state comes next.
