@@ -1,6 +1,9 @@
-"""What the assistant last said, as the record quotes it: its first two
-sentences, none of them a list's number, and none past a sentence that
-ends in a colon (what follows it, a list or a block, reads wrong out of it)."""
+"""What the assistant said, as the record quotes it. Its last words: their
+first two sentences, none of them a list's number, and none past a sentence
+that ends in a colon (what follows it, a list or a block, reads wrong out of
+it). Its reply to a question: the first sentence it wrote after it, unless
+that sentence only announces a tool call; then the first sentence of a later
+text, before the user spoke again."""
 
 from __future__ import annotations
 
@@ -10,7 +13,10 @@ import pytest
 
 from ctxpack.facts.text import sentences
 from ctxpack.summarize.offline.said import last_note
-from tests.conftest import TAU_BENCH
+from ctxpack.tokens.counter import TokenCounter
+from tests.builders import call, result
+from tests.conftest import SHARED, TAU_BENCH
+from tests.test_offline import section, summarize
 from tests.test_tool_rules import cli_record
 
 FLIGHTS = (
@@ -55,3 +61,54 @@ def test_the_cli_record_of_tau_bench_quotes_the_flights_line(tmp_path: Path) -> 
         "- The assistant's last message in these turns said: \"Here are the available direct"
         ' flights from New York (JFK) to Seattle (SEA) on May 20th:"'
     ]
+
+
+QUESTION = {"role": "user", "content": "what color are the code blocks using?"}
+LOOK = {"role": "assistant", "content": "Let me check what color the code uses:"}
+
+
+def said(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+@pytest.mark.parametrize(
+    ("turns", "answer"),
+    [
+        # The announcement ends its text: a tool call follows, then the answer.
+        (
+            [LOOK, call("c1", "read", {"path": "theme.ts"}), result("c1", "mdCode: cyan")],
+            "Code blocks use cyan.",
+        ),
+        # A list follows it in the same text: the announcement answers.
+        ([said("The colors are:\n- cyan for code\n- gray for quotes")], "The colors are:"),
+        ([said("Cyan. The rest is gray.")], "Cyan."),
+    ],
+)
+def test_a_reply_is_no_announcement_of_a_tool_call(
+    turns: list[dict[str, object]], answer: str, counter: TokenCounter
+) -> None:
+    middle = [QUESTION, *turns, said("Code blocks use cyan.")]
+    replies = section(summarize(middle, counter).text, "Resolved Questions")
+    assert replies == [f'- Q: "what color are the code blocks using?" — A: "{answer}"']
+
+
+def test_a_reply_is_not_looked_for_past_the_user_s_next_turn(counter: TokenCounter) -> None:
+    middle = [QUESTION, LOOK, {"role": "user", "content": "never mind, use cyan"}, said("Done.")]
+    replies = section(summarize(middle, counter).text, "Resolved Questions")
+    assert replies == [
+        '- Q: "what color are the code blocks using?" — A: "Let me check what color the code uses:"'
+    ]
+
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+
+
+def test_the_cli_record_of_the_pi_session_quotes_the_answer_not_the_lookup(
+    tmp_path: Path,
+) -> None:
+    resolved = cli_record(PI_LARGE, tmp_path)["Resolved Questions"]
+    assert (
+        '- Q: "what color are the codeblocks using in markdown?" — A: "`mdCode` (inline code) is'
+        " using `cyan` which is `#00d7ff`, and `mdCodeBlock` (code blocks) is using `''`"
+        ' (terminal default)."'
+    ) in resolved

@@ -3,6 +3,7 @@ sentences in which the assistant said what it decided or would do next."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ctxpack import messages as m
@@ -57,18 +58,34 @@ class Ask:
         return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"
 
 
+def announces(sentence: str) -> bool:
+    """A sentence that ends in a colon announces what follows it (a list, a
+    block, a tool call): it is no answer, and reads wrong out of it."""
+    return sentence.rstrip().endswith(":")
+
+
 class Replies:
-    """The first sentence of the assistant's next visible text after a turn."""
+    """The assistant's reply to a turn: the first sentence it wrote after it,
+    unless that sentence announces a tool call (its text ends with it): then
+    the first of a later text that says something, before the user spoke
+    again; else the first it wrote."""
 
     def __init__(self, middle: list[Message], texts: list[str]) -> None:
         self._texts = texts
         self._next: list[int | None] = [None] * len(middle)
+        # Whether the user speaks between a message and the assistant's next text.
+        self._user_before_next: list[bool] = [False] * len(middle)
         upcoming: int | None = None
+        user_since = False
         for index in range(len(middle) - 1, -1, -1):
             self._next[index] = upcoming
-            text = texts[index]
-            if m.role(middle[index]) == "assistant" and text and not text.isspace():
-                upcoming = index
+            self._user_before_next[index] = user_since
+            msg, text = middle[index], texts[index]
+            role = m.role(msg)
+            if role == "assistant" and text and not text.isspace():
+                upcoming, user_since = index, False
+            elif role == "user" and not m.is_tool_result(msg):
+                user_since = True
         self._clipped: dict[int, str] = {}
 
     def next_of(self, index: int) -> int | None:
@@ -79,8 +96,19 @@ class Replies:
         if found is None:
             return None
         if found not in self._clipped:
-            self._clipped[found] = clip(next(sentences(self._texts[found]), ""), 160)
+            self._clipped[found] = clip(self._reply_from(found), 160)
         return self._clipped[found]
+
+    def _reply_from(self, found: int) -> str:
+        at: int | None = found
+        while at is not None:
+            said = list(itertools.islice(sentences(self._texts[at]), 2))
+            if said and not (len(said) == 1 and announces(said[0])):
+                return said[0]
+            if self._user_before_next[at]:
+                break
+            at = self._next[at]
+        return next(sentences(self._texts[found]), "")
 
 
 class Said:
@@ -179,7 +207,7 @@ def last_note(bodies: list[str]) -> str | None:
         for sentence in sentences(body):
             if len(sentence) <= 2 * MAX_QUOTE:
                 said.append(clip(sentence, MAX_QUOTE))
-                if len(said) == 2 or sentence.endswith(":"):
+                if len(said) == 2 or announces(sentence):
                     break
         if said:
             return " ".join(said)
