@@ -3,7 +3,8 @@ first two sentences, none of them a list's number, and none past a sentence
 that ends in a colon (what follows it, a list or a block, reads wrong out of
 it). Its reply to a question: the first sentence it wrote after it, unless
 that sentence only announces a tool call; then the first sentence of a later
-text, before the user spoke again."""
+text, before the user spoke again. A decision is said, not guessed: a
+sentence that guesses or suggests another way names no choice."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.text import sentences
-from ctxpack.summarize.offline.said import last_note
+from ctxpack.summarize.offline.said import last_note, spoken
 from ctxpack.tokens.counter import TokenCounter
 from tests.builders import call, result
 from tests.conftest import SHARED, TAU_BENCH
@@ -112,3 +113,24 @@ def test_the_cli_record_of_the_pi_session_quotes_the_answer_not_the_lookup(
         " using `cyan` which is `#00d7ff`, and `mdCodeBlock` (code blocks) is using `''`"
         ' (terminal default)."'
     ) in resolved
+
+
+@pytest.mark.parametrize(
+    ("body", "decisions"),
+    [
+        ("I'll use pathlib instead of os.path.", ["I'll use pathlib instead of os.path."]),
+        ("Switching to the 256-color palette now.", ["Switching to the 256-color palette now."]),
+        ("I bet VS Code uses the light theme instead of the dark one.", []),
+        ("It might be loading `light` instead of `dark`, which would explain it.", []),
+        ("The code could be refactored to use a comprehension instead of a loop:", []),
+    ],
+)
+def test_a_decision_is_said_not_guessed(body: str, decisions: list[str]) -> None:
+    found = spoken(body)
+    assert found is not None and found[0] == decisions
+
+
+def test_the_cli_record_of_the_pi_session_holds_no_guess_as_a_decision(tmp_path: Path) -> None:
+    decisions = cli_record(PI_LARGE, tmp_path)["Key Decisions"]
+    assert len(decisions) == 12
+    assert not [line for line in decisions if "I bet" in line or "might" in line]

@@ -23,6 +23,11 @@ _NEXT_RE = re.compile(
     r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b",
     re.IGNORECASE,
 )
+# A guess or a suggestion names another way without choosing it.
+_GUESS_RE = re.compile(
+    r"\b(?:I bet|might|maybe|perhaps|probably|possibly|would explain|could be|I suspect)\b",
+    re.IGNORECASE,
+)
 MAX_ASK = 300
 MAX_QUOTE = 240
 
@@ -157,7 +162,7 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
             continue
         quoted = clip(sentence, MAX_QUOTE)
-        if _DECISION_RE.search(quoted):
+        if _DECISION_RE.search(quoted) and not _GUESS_RE.search(quoted):
             decisions.append(quoted)
         if _NEXT_RE.search(quoted):
             next_steps.append(quoted)
