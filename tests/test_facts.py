@@ -204,6 +204,20 @@ def test_version_numbers_are_not_paths_but_the_interpreter_is() -> None:
     assert extract_facts([{"role": "assistant", "content": line}]).paths == ["/usr/bin/python"]
 
 
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("upgrade to 2.2.1, then v1.2 and 0.36.0", ["2.2.1", "v1.2", "0.36.0"]),
+        ("released 1.0.0-rc1", ["1.0.0-rc1"]),
+        # A time in a screenshot's name, a date: no version has a leading zero.
+        ("Screenshot 2025-11-21 at 01.27.21.png", []),
+        ("on 2024.05.23 at 10.01.2", []),
+    ],
+)
+def test_a_version_s_numbers_have_no_leading_zero(text: str, versions: list[str]) -> None:
+    assert extract_facts([{"role": "assistant", "content": text}]).identifiers == versions
+
+
 # ---- commands --------------------------------------------------------------
 
 

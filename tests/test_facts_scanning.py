@@ -82,9 +82,11 @@ def plain_mask(text: str) -> str:
     return text
 
 
+# No number of a version has a leading zero.
 VERSION = re.compile(
-    r"(?<![\w.])(?:v\d+(?:\.\d+){1,3}|\d+\.\d+\.\d+)(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?"
-    r"(?![\w]|\.\d)"
+    r"(?<![\w.])(?:v(?:0|[1-9]\d*)(?:\.(?:0|[1-9]\d*)){1,3}"
+    r"|(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*))"
+    r"(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?(?![\w]|\.\d)"
 )
 
 

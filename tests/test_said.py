@@ -4,7 +4,9 @@ that ends in a colon (what follows it, a list or a block, reads wrong out of
 it). Its reply to a question: the first sentence it wrote after it, unless
 that sentence only announces a tool call; then the first sentence of a later
 text, before the user spoke again. A decision is said, not guessed: a
-sentence that guesses or suggests another way names no choice."""
+sentence that guesses or suggests another way names no choice. A next step
+is left to do: not one its text ends announcing (the tool call after it did
+it), nor one that was not needed."""
 
 from __future__ import annotations
 
@@ -134,3 +136,35 @@ def test_the_cli_record_of_the_pi_session_holds_no_guess_as_a_decision(tmp_path:
     decisions = cli_record(PI_LARGE, tmp_path)["Key Decisions"]
     assert len(decisions) == 12
     assert not [line for line in decisions if "I bet" in line or "might" in line]
+
+
+@pytest.mark.parametrize(
+    ("body", "steps"),
+    [
+        ("We still need to update the docs.", ["We still need to update the docs."]),
+        ("Then I'll update the docs. Done for now.", ["Then I'll update the docs."]),
+        # The tool call after it did it.
+        ("The build failed. We need to rebuild TUI first:", []),
+        ("We need to rebuild:\n- the TUI\n- the CLI", ["We need to rebuild:"]),
+        ("They were already correct and I didn't need to change them.", []),
+        ("There is no need to change the theme.", []),
+    ],
+)
+def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
+    found = spoken(body)
+    assert found is not None and found[1] == steps
+
+
+def test_the_cli_record_of_the_pi_session_plans_what_was_left(tmp_path: Path) -> None:
+    record = cli_record(PI_LARGE, tmp_path)
+    assert record["Historical Remaining Work"] == [
+        "- The assistant planned: \"We'd need to add a separate `linkUrl` token if we want to"
+        ' style them differently."',
+        '- The assistant planned: "The pattern is `new Markdown(text, paddingX, paddingY)` -'
+        " need to add two more params: `undefined` for defaultTextStyle, and"
+        ' `defaultMarkdownTheme` for theme."',
+        '- The assistant planned: "We need to provide a function that applies the appropriate'
+        ' theme color."',
+    ]
+    # Screenshots' times ("Screenshot 2025-11-21 at 01.27.21.png") are no versions.
+    assert not [line for line in record["Critical Context"] if line.startswith("- ID: 01.")]

@@ -34,10 +34,12 @@ _DOTTED_VIEW = bytes(
 )
 _HEX_BEFORE = re.compile(r"[\w#-]")
 _HEX_AFTER = re.compile(r"[\w-]")
-# Versions: v1.2, 1.2.3, 3.11.4rc1; not a dotted quad (an IP address) nor part
-# of a longer dotted run.
+# Versions: v1.2, 1.2.3, 3.11.4rc1; not a dotted quad (an IP address), nor part
+# of a longer dotted run, nor numbers with a leading zero ("01.27.21" is a time).
+_NUMBER = r"(?:0|[1-9]\d*)"
 _VERSION_RE = re.compile(
-    r"(?<![\w.])(?:v\d+(?:\.\d+){1,3}|\d+\.\d+\.\d+)(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?(?![\w]|\.\d)"
+    rf"(?<![\w.])(?:v{_NUMBER}(?:\.{_NUMBER}){{1,3}}|{_NUMBER}\.{_NUMBER}\.{_NUMBER})"
+    r"(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?(?![\w]|\.\d)"
 )
 # A multi-line command longer than this is named by its first line, as the
 # record names it, never pasted whole.

@@ -19,7 +19,8 @@ _DECISION_RE = re.compile(
     re.IGNORECASE,
 )
 _NEXT_RE = re.compile(
-    r"\b(?:next(?: steps?|,| I\b| we\b| up\b)|then I['’]ll|then I will|still need|need to"
+    r"\b(?:next(?: steps?|,| I\b| we\b| up\b)|then I['’]ll|then I will|still need"
+    r"|(?<!n't )(?<!n’t )(?<!\bno )need to"
     r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b",
     re.IGNORECASE,
 )
@@ -158,13 +159,15 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
     next_steps: list[str] = []
     if not _maybe_said(collapse(body)):
         return decisions, next_steps
-    for sentence in sentences(body):
+    said = list(sentences(body))
+    for at, sentence in enumerate(said):
         if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
             continue
         quoted = clip(sentence, MAX_QUOTE)
         if _DECISION_RE.search(quoted) and not _GUESS_RE.search(quoted):
             decisions.append(quoted)
-        if _NEXT_RE.search(quoted):
+        # A step its text ends announcing was the tool call that followed it.
+        if _NEXT_RE.search(quoted) and not (at == len(said) - 1 and announces(sentence)):
             next_steps.append(quoted)
     return decisions, next_steps
 
