@@ -232,6 +232,8 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("I don't actually have the reservation ID with me right now.", None),
         ("alright, i think there's only one file left to fix up, tui-renderer.ts", None),
         ("It's only a warning.", None),
+        ("ok, let me try the light theme, then we should be good to go for a new release", None),
+        ("That should now be fine.", None),
         # ... while the same words that set one still do.
         ("I don't want travel insurance.", "constraint"),
         ("Don't have the parser return None.", "constraint"),
@@ -240,6 +242,7 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("I don't remember the ID, but never push to main.", "constraint"),
         ("Always run the tests before a commit.", "constraint"),
         ("Use only the standard library.", "constraint"),
+        ("The footer should be dimmer.", "constraint"),
         ("There is only one rule: only touch files under src/.", "constraint"),
         ("Note: the cluster is in us-west-2.", "fact"),
         ("FYI the build box runs Python 3.11", "fact"),

@@ -84,8 +84,9 @@ DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:sto
 # Modal words that state a fact, not a rule: what the user does not have or
 # remember, a guess ("there must be a way", "I must have left it"), a promise
 # of their own ("I'll make sure to find it"), a habit of the past, what a
-# thing does not do (a report of how it behaves, not how it should), and how
-# many of a thing there are ("there's only one file left").
+# thing does not do (a report of how it behaves, not how it should), how
+# many of a thing there are ("there's only one file left"), and how things
+# will likely stand ("then we should be good to go").
 _NOT_A_RULE_RE = re.compile(
     r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
     r"(?:\s+(?:really|actually|even|currently))?"
@@ -96,6 +97,7 @@ _NOT_A_RULE_RE = re.compile(
     r"|\b(?:i|we)(?:['’]ll| will| shall|['’]m going to| am going to| are going to)(?: \w+)?"
     r" (?:make sure|ensure)\b"
     r"|\bnever ?mind\b|(?:['’]ve|\bhave|\bhas|\bhad) always\b|\bas always\b"
+    r"|\bshould (?:now |then |probably )?be (?:good|fine|ok|okay|all set)\b"
     r"|\b(?:doesn['’]t|does not|didn['’]t|did not)\s+(?:work|change|adhere|exist|show|render"
     r"|compile|run|happen|load|match|refund)\b",
     re.IGNORECASE,
