@@ -264,31 +264,35 @@ def make_action(
 
 
 def _printed(text: str, *, code: int | None) -> list[str]:
-    """What a command that did not fail printed, as its action says it: a
-    short output whole, a longer one by its last line (where builds, tests
-    and git say how things stand)."""
+    """What a command that did not fail printed, as its action says it; the
+    last line of a longer output, where builds, tests and git say how things
+    stand."""
     if not text:
         # Only an answer exits non-zero without failing: say it printed nothing.
         return [QUIET] if code else []
-    whole = collapse(text)
-    lines = [line for line in text.splitlines() if line.strip()]
-    # A closing bracket or a rule says nothing: the last line that has a word.
-    last = next((line for line in reversed(lines) if any(c.isalnum() for c in line)), None)
-    if len(whole) <= QUOTED or len(lines) == 1 or last is None:
-        return [f'printed "{clip(whole, QUOTED)}"']
-    return [f'printed {len(lines)} lines, the last "{clip(last, QUOTED)}"']
+    return _told("printed", text, last=True)
 
 
 def _found(text: str) -> list[str]:
-    """What a search returned, as its action says it: a short answer whole,
-    a longer one by its first line, where searches say how many they found."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return []
+    """What a search returned, as its action says it; the first line of a
+    longer answer, where searches say how many they found."""
+    return _told("returned", text, last=False) if text.strip() else []
+
+
+def _told(verb: str, text: str, *, last: bool) -> list[str]:
+    """A short output whole, a longer one by its count of lines and its last
+    line with a word in it (a closing bracket or a rule says nothing), or its
+    first line."""
     whole = collapse(text)
-    if len(whole) <= QUOTED or len(lines) == 1:
-        return [f'returned "{clip(whole, QUOTED)}"']
-    return [f'returned {len(lines)} lines, the first "{clip(lines[0], QUOTED)}"']
+    lines = [line for line in text.splitlines() if line.strip()]
+    if last:
+        line = next((line for line in reversed(lines) if any(c.isalnum() for c in line)), None)
+    else:
+        line = lines[0]
+    if len(whole) <= QUOTED or len(lines) == 1 or line is None:
+        return [f'{verb} "{clip(whole, QUOTED)}"']
+    where = "last" if last else "first"
+    return [f'{verb} {len(lines)} lines, the {where} "{clip(line, QUOTED)}"']
 
 
 def settle(action: Action, *, seen: Collection[str]) -> Action:

@@ -70,6 +70,12 @@ def announces(sentence: str) -> bool:
     return sentence.rstrip().endswith(":")
 
 
+def _announces_a_call(said: list[str], at: int) -> bool:
+    """Sentence `at` of a text's sentences `said` (at least up to it and the
+    one after) ends the text announcing: what it announced was a tool call."""
+    return at == len(said) - 1 and announces(said[at])
+
+
 class Replies:
     """The assistant's reply to a turn: the first sentence it wrote after it,
     unless that sentence announces a tool call (its text ends with it): then
@@ -109,7 +115,7 @@ class Replies:
         at: int | None = found
         while at is not None:
             said = list(itertools.islice(sentences(self._texts[at]), 2))
-            if said and not (len(said) == 1 and announces(said[0])):
+            if said and not _announces_a_call(said, 0):
                 return said[0]
             if self._user_before_next[at]:
                 break
@@ -167,7 +173,7 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         if _DECISION_RE.search(quoted) and not _GUESS_RE.search(quoted):
             decisions.append(quoted)
         # A step its text ends announcing was the tool call that followed it.
-        if _NEXT_RE.search(quoted) and not (at == len(said) - 1 and announces(sentence)):
+        if _NEXT_RE.search(quoted) and not _announces_a_call(said, at):
             next_steps.append(quoted)
     return decisions, next_steps
 
