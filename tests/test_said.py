@@ -1,8 +1,10 @@
 """What the assistant said, as the record quotes it. Its last words: their
 first two sentences, none of them a list's number, and none past a sentence
-that ends in a colon (what follows it, a list or a block, reads wrong out of
-it). Its reply to a question: the first sentence it wrote after it, unless
-that sentence only announces a tool call; then the first sentence of a later
+that ends in a colon; such a sentence is quoted with the list it announces
+(its items, each with its sub-items, as many as the quote holds), for the
+list is what it says (a block reads wrong out of it). Its reply to a
+question: the first sentence it wrote after it, the same way, unless that
+sentence only announces a tool call; then the first sentence of a later
 text, before the user spoke again. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
@@ -44,7 +46,33 @@ def test_a_numbered_list_s_marker_is_no_sentence() -> None:
 @pytest.mark.parametrize(
     ("bodies", "note"),
     [
-        ([FLIGHTS], FLIGHTS.split("\n")[0]),
+        (
+            [FLIGHTS],
+            "Here are the available direct flights from New York (JFK) to Seattle (SEA) on May"
+            " 20th: Flight HAT069 (Departure: 06:00 AM EST); Flight HAT083 (Departure: 01:00 AM"
+            " EST)",
+        ),
+        (
+            [
+                "Added a Themes section that covers:\n\n1. **Selecting** - by name\n2. **Custom**"
+                "\n\nIt sits before Slash Commands."
+            ],
+            "Added a Themes section that covers: Selecting - by name; Custom",
+        ),
+        (
+            [
+                "Details:\n- **Flights:** \n  - HAT227 ATL to ORD\n  - HAT139 ORD to PHL"
+                "\n- **Bags:** 0"
+            ],
+            "Details: Flights: HAT227 ATL to ORD, HAT139 ORD to PHL; Bags: 0",
+        ),
+        # As many items as the quote holds, the rest counted.
+        (
+            ["IDs:\n" + "".join(f"- {'X' * 90}{n}\n" for n in range(9))],
+            "IDs: " + "; ".join(f"{'X' * 90}{n}" for n in range(5)) + " (+4 more)",
+        ),
+        # A block is no list: the sentence alone.
+        (["Run this:\n```\nmake test\n```"], "Run this:"),
         (["Done. All 83 tests pass. Next, the docs."], "Done. All 83 tests pass."),
         (
             ["I checked the logs: nothing new. The build is green."],
@@ -62,7 +90,10 @@ def test_the_cli_record_of_tau_bench_quotes_the_flights_line(tmp_path: Path) -> 
     record = cli_record(TAU_BENCH, tmp_path)
     assert record["Historical In-Progress State"] == [
         "- The assistant's last message in these turns said: \"Here are the available direct"
-        ' flights from New York (JFK) to Seattle (SEA) on May 20th:"'
+        " flights from New York (JFK) to Seattle (SEA) on May 20th: Flight HAT069 (Departure:"
+        " 06:00 AM EST, Arrival: 12:00 PM EST, Economy Price: $121, Available Econo…; Flight"
+        " HAT083 (Departure: 01:00 AM EST, Arrival: 07:00 AM EST, Economy Price: $100, Available"
+        ' Econo…"'
     ]
 
 
@@ -82,8 +113,11 @@ def said(text: str) -> dict[str, str]:
             [LOOK, call("c1", "read", {"path": "theme.ts"}), result("c1", "mdCode: cyan")],
             "Code blocks use cyan.",
         ),
-        # A list follows it in the same text: the announcement answers.
-        ([said("The colors are:\n- cyan for code\n- gray for quotes")], "The colors are:"),
+        # A list follows it in the same text: the announcement and its list answer.
+        (
+            [said("The colors are:\n- cyan for code\n- gray for quotes")],
+            "The colors are: cyan for code; gray for quotes",
+        ),
         ([said("Cyan. The rest is gray.")], "Cyan."),
     ],
 )
@@ -114,6 +148,11 @@ def test_the_cli_record_of_the_pi_session_quotes_the_answer_not_the_lookup(
         '- Q: "what color are the codeblocks using in markdown?" — A: "`mdCode` (inline code) is'
         " using `cyan` which is `#00d7ff`, and `mdCodeBlock` (code blocks) is using `''`"
         ' (terminal default)."'
+    ) in resolved
+    assert (
+        '- Q: "some differences, muted and dim are the same in vs code terminal, wtf?" — A:'
+        ' "Looking at the screenshot, I can see: VS Code (left): `muted` and `dim` render the'
+        ' same (gray); Ghostty (right): `muted` and `dim` are different shades"'
     ) in resolved
 
 

@@ -31,6 +31,10 @@ _GUESS_RE = re.compile(
 )
 MAX_ASK = 300
 MAX_QUOTE = 240
+# A list's item: a line that opens with a bullet or a number.
+_ITEM_RE = re.compile(r"([ \t]*)(?:[-*•+]|\d{1,3}[.)])[ \t]+(\S.*)")
+MAX_ITEM = 100
+MAX_REPLY = 160
 
 
 class Ask:
@@ -68,6 +72,68 @@ def announces(sentence: str) -> bool:
     """A sentence that ends in a colon announces what follows it (a list, a
     block, a tool call): it is no answer, and reads wrong out of it."""
     return sentence.rstrip().endswith(":")
+
+
+def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
+    """`sentence` of `text`, quoted with the items of the list it announces
+    there (what it announced is what it says: "I can see:" and the two
+    findings), as many as `limit` characters hold, the rest counted; the
+    sentence alone, clipped to `quote`, when no list follows it."""
+    quoted = clip(sentence, quote)
+    lines = text.splitlines()
+    start = next(
+        (
+            at + 1
+            for at, line in enumerate(lines)
+            if line.rstrip().endswith(":") and collapse(line.strip(" \t-*#>")).endswith(sentence)
+        ),
+        None,
+    )
+    items = [] if start is None else _list_after(lines[start:])
+    shown, size = 0, len(quoted)
+    while shown < len(items) and size + len(items[shown]) + 2 <= limit:
+        size += len(items[shown]) + 2
+        shown += 1
+    if not shown:
+        return quoted
+    more = f" (+{len(items) - shown} more)" if shown < len(items) else ""
+    return f"{quoted} {'; '.join(items[:shown])}{more}"
+
+
+def _list_after(lines: list[str]) -> list[str]:
+    """The items of the list `lines` open with (blank lines aside), each with
+    its sub-items; none when they open with anything else."""
+    items: list[list[str]] = []
+    indent: str | None = None
+    for line in lines:
+        if not line.strip():
+            continue
+        found = _ITEM_RE.match(line)
+        if found is None or (indent is not None and len(found.group(1)) > len(indent)):
+            # A line under an item (its sub-items, its wrapped text) is part of it.
+            if indent is None or not line[: len(indent) + 1].isspace():
+                break
+            if found is not None:
+                items[-1].append(_bare(found.group(2)))
+            continue
+        indent = found.group(1) if indent is None else indent
+        items.append([_bare(found.group(2))])
+    return [clip(_item(*parts), MAX_ITEM) for parts in items]
+
+
+def _item(head: str, *under: str) -> str:
+    """An item with its sub-items: after it when it announces them ("Flights:
+    HAT227, HAT139"), else in parentheses ("Flight HAT069 (Departure: 06:00)")."""
+    if not under:
+        return head
+    if announces(head):
+        return f"{head} {', '.join(under)}"
+    return f"{head} ({', '.join(under)})"
+
+
+def _bare(item: str) -> str:
+    """A list item's text without its bold or underline marks."""
+    return item.replace("**", "").replace("__", "").rstrip()
 
 
 def _announces_a_call(said: list[str], at: int) -> bool:
@@ -108,7 +174,7 @@ class Replies:
         if found is None:
             return None
         if found not in self._clipped:
-            self._clipped[found] = clip(self._reply_from(found), 160)
+            self._clipped[found] = self._reply_from(found)
         return self._clipped[found]
 
     def _reply_from(self, found: int) -> str:
@@ -116,11 +182,13 @@ class Replies:
         while at is not None:
             said = list(itertools.islice(sentences(self._texts[at]), 2))
             if said and not _announces_a_call(said, 0):
-                return said[0]
+                if announces(said[0]):
+                    return with_list(self._texts[at], said[0], quote=MAX_REPLY, limit=MAX_QUOTE)
+                return clip(said[0], MAX_REPLY)
             if self._user_before_next[at]:
                 break
             at = self._next[at]
-        return next(sentences(self._texts[found]), "")
+        return clip(next(sentences(self._texts[found]), ""), MAX_REPLY)
 
 
 class Said:
@@ -214,14 +282,17 @@ def _maybe_said(text: str) -> bool:
 
 def last_note(bodies: list[str]) -> str | None:
     """The first two quotable sentences of the last assistant text that has
-    any; a sentence that ends in a colon ends the quote, for what follows it
-    (a list, a block) reads wrong out of it."""
+    any; a sentence that ends in a colon ends the quote, with the list it
+    announces (a block or a call it announces reads wrong out of it)."""
     for body in reversed(bodies):
         said: list[str] = []
         for sentence in sentences(body):
             if len(sentence) <= 2 * MAX_QUOTE:
+                if announces(sentence):
+                    said.append(with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE))
+                    break
                 said.append(clip(sentence, MAX_QUOTE))
-                if len(said) == 2 or announces(sentence):
+                if len(said) == 2:
                     break
         if said:
             return " ".join(said)
