@@ -5,7 +5,8 @@ that ends in a colon; such a sentence is quoted with the list it announces
 list is what it says (a block reads wrong out of it). Its reply to a
 question: the first sentence it wrote after it, the same way, unless that
 sentence only announces a tool call; then the first sentence of a later
-text, before the user spoke again. A decision is said, not guessed: a
+text, before the user spoke again. Questions in a row that one reply answers
+are one line, the answer quoted once. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
 it), nor one that was not needed."""
@@ -71,6 +72,7 @@ def test_a_numbered_list_s_marker_is_no_sentence() -> None:
             ["IDs:\n" + "".join(f"- {'X' * 90}{n}\n" for n in range(9))],
             "IDs: " + "; ".join(f"{'X' * 90}{n}" for n in range(5)) + " (+4 more)",
         ),
+        (["**Changes made:**\n- a\n- b"], "Changes made: a; b"),
         # A block is no list: the sentence alone.
         (["Run this:\n```\nmake test\n```"], "Run this:"),
         (["Done. All 83 tests pass. Next, the docs."], "Done. All 83 tests pass."),
@@ -154,6 +156,33 @@ def test_the_cli_record_of_the_pi_session_quotes_the_answer_not_the_lookup(
         ' "Looking at the screenshot, I can see: VS Code (left): `muted` and `dim` render the'
         ' same (gray); Ghostty (right): `muted` and `dim` are different shades"'
     ) in resolved
+    assert (
+        '- Q: "how can we solve this with our theme stuff?" / "do we need additional design'
+        ' tokens?" — A: "Looking at this, the thinking border colors are used to set'
+        " `this.editor.borderColor` which expects a chalk-style function `(str: string) =>"
+        ' string`."'
+    ) in resolved
+    assert not [line for line in resolved if line.startswith('- Q: "do we need additional')]
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        # Two questions in one message.
+        [{"role": "user", "content": "Is it cyan? Or is it gray?"}],
+        # A second question asked before the reply came.
+        [{"role": "user", "content": "Is it cyan?"}, {"role": "user", "content": "Or is it gray?"}],
+    ],
+)
+def test_questions_one_reply_answers_are_one_line(
+    asked: list[dict[str, object]], counter: TokenCounter
+) -> None:
+    middle = [*asked, said("Cyan, the code blocks' color."), QUESTION, said("Gray.")]
+    replies = section(summarize(middle, counter).text, "Resolved Questions")
+    assert replies == [
+        '- Q: "what color are the code blocks using?" — A: "Gray."',
+        '- Q: "Is it cyan?" / "Or is it gray?" — A: "Cyan, the code blocks\' color."',
+    ]
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
         (
             at + 1
             for at, line in enumerate(lines)
-            if line.rstrip().endswith(":") and collapse(line.strip(" \t-*#>")).endswith(sentence)
+            if ":" in line and collapse(line.strip(" \t-*#>")).endswith(sentence)
         ),
         None,
     )

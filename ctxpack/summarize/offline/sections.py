@@ -120,11 +120,7 @@ def _sections(
         "Key Decisions": [
             Item(f"- The assistant stated: {quote(d)}") for d in reversed(scan.decisions)
         ],
-        "Resolved Questions": [
-            Item(f"- Q: {quote(q.text)} — A: {quote(q.reply)}")
-            for q in reversed(scan.questions)
-            if q.reply
-        ],
+        "Resolved Questions": _resolved(scan),
         "Historical Pending User Asks": _pending(scan),
         "Relevant Files": file_items(file_marks(scan)),
         "Historical Remaining Work": [
@@ -132,6 +128,25 @@ def _sections(
         ],
         "Critical Context": _context(scan),
     }
+
+
+def _resolved(scan: Scan) -> list[Item]:
+    """Each answered question with its answer, newest first; questions in a
+    row that one reply answers (two in one message, or a second asked before
+    the reply came) are one line, so the answer is quoted once."""
+    answered: list[tuple[list[str], str]] = []
+    for ask in scan.questions:
+        reply = ask.reply
+        if not reply:
+            continue
+        if answered and answered[-1][1] == reply:
+            answered[-1][0].append(ask.text)
+        else:
+            answered.append(([ask.text], reply))
+    return [
+        Item(f"- Q: {' / '.join(map(quote, asked))} — A: {quote(reply)}")
+        for asked, reply in reversed(answered)
+    ]
 
 
 def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action]) -> list[Item]:
