@@ -9,7 +9,8 @@ text, before the user spoke again. Questions in a row that one reply answers
 are one line, the answer quoted once. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
-it), nor one that was not needed."""
+it), nor one that was not needed. A decision or a step that announces a list is
+quoted with it."""
 
 from __future__ import annotations
 
@@ -193,6 +194,10 @@ def test_questions_one_reply_answers_are_one_line(
         ("I bet VS Code uses the light theme instead of the dark one.", []),
         ("It might be loading `light` instead of `dark`, which would explain it.", []),
         ("The code could be refactored to use a comprehension instead of a loop:", []),
+        (
+            "I chose SQLite instead of Postgres:\n- no server\n- one file",
+            ["I chose SQLite instead of Postgres: no server; one file"],
+        ),
     ],
 )
 def test_a_decision_is_said_not_guessed(body: str, decisions: list[str]) -> None:
@@ -213,7 +218,12 @@ def test_the_cli_record_of_the_pi_session_holds_no_guess_as_a_decision(tmp_path:
         ("Then I'll update the docs. Done for now.", ["Then I'll update the docs."]),
         # The tool call after it did it.
         ("The build failed. We need to rebuild TUI first:", []),
-        ("We need to rebuild:\n- the TUI\n- the CLI", ["We need to rebuild:"]),
+        # The list it announces is the plan.
+        ("We need to rebuild:\n- the TUI\n- the CLI", ["We need to rebuild: the TUI; the CLI"]),
+        (
+            "Done with the refactor. Next steps:\n1. fix the parser\n2. add tests\n\nGo on?",
+            ["Next steps: fix the parser; add tests"],
+        ),
         ("They were already correct and I didn't need to change them.", []),
         ("There is no need to change the theme.", []),
     ],

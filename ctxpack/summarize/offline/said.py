@@ -238,10 +238,14 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
             continue
         quoted = clip(sentence, MAX_QUOTE)
-        if _DECISION_RE.search(quoted) and not _GUESS_RE.search(quoted):
-            decisions.append(quoted)
+        decided = _DECISION_RE.search(quoted) is not None and not _GUESS_RE.search(quoted)
         # A step its text ends announcing was the tool call that followed it.
-        if _NEXT_RE.search(quoted) and not _announces_a_call(said, at):
+        planned = _NEXT_RE.search(quoted) is not None and not _announces_a_call(said, at)
+        if (decided or planned) and announces(sentence):
+            quoted = with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE)
+        if decided:
+            decisions.append(quoted)
+        if planned:
             next_steps.append(quoted)
     return decisions, next_steps
 
