@@ -186,6 +186,17 @@ def test_questions_one_reply_answers_are_one_line(
     ]
 
 
+def test_questions_answered_apart_are_lines_apart_though_the_answers_read_alike(
+    counter: TokenCounter,
+) -> None:
+    asked = [{"role": "user", "content": "Is it cyan?"}, said("Yes."), QUESTION, said("Yes.")]
+    replies = section(summarize(asked, counter).text, "Resolved Questions")
+    assert replies == [
+        '- Q: "what color are the code blocks using?" — A: "Yes."',
+        '- Q: "Is it cyan?" — A: "Yes."',
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "decisions"),
     [

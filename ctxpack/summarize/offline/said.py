@@ -62,7 +62,13 @@ class Ask:
     @property
     def answered(self) -> bool:
         """The assistant wrote something visible after it."""
-        return self._replies.next_of(self.index) is not None
+        return self.replied_at is not None
+
+    @property
+    def replied_at(self) -> int | None:
+        """Where the assistant's next visible text is: asks with the same one
+        have the same reply."""
+        return self._replies.next_of(self.index)
 
     def __repr__(self) -> str:
         return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"

@@ -134,18 +134,18 @@ def _resolved(scan: Scan) -> list[Item]:
     """Each answered question with its answer, newest first; questions in a
     row that one reply answers (two in one message, or a second asked before
     the reply came) are one line, so the answer is quoted once."""
-    answered: list[tuple[list[str], str]] = []
+    answered: list[tuple[int | None, list[str], str]] = []
     for ask in scan.questions:
         reply = ask.reply
         if not reply:
             continue
-        if answered and answered[-1][1] == reply:
-            answered[-1][0].append(ask.text)
+        if answered and answered[-1][0] == ask.replied_at:
+            answered[-1][1].append(ask.text)
         else:
-            answered.append(([ask.text], reply))
+            answered.append((ask.replied_at, [ask.text], reply))
     return [
         Item(f"- Q: {' / '.join(map(quote, asked))} — A: {quote(reply)}")
-        for asked, reply in reversed(answered)
+        for _, asked, reply in reversed(answered)
     ]
 
 
