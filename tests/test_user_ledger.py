@@ -30,7 +30,9 @@ from ctxpack.summarize.statements import Change, changes, kind_of, values_of
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
+from tests.conftest import TAU_BENCH
 from tests.llm_server import FakeLLM, llm_server_fixture, ok, settings_for  # noqa: F401
+from tests.test_tool_rules import cli_record
 
 runner = CliRunner()
 BUDGET = Budget(context_length=16000, protect_first=1, protect_last=4)
@@ -259,10 +261,27 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("Given my status, I was hoping for more.", None),
         ("thanks", None),
         ("Can you look at the logs?", None),
+        # A liking is a preference, however it is spelt; liking to do a thing asks for it.
+        ("I'd like it terse.", "constraint"),
+        ("I would like an aisle seat.", "constraint"),
+        ("I would like you to use tabs.", "constraint"),
+        ("I like to keep functions short.", "constraint"),
+        ("We really hate emojis.", "constraint"),
+        ("I would like to cancel all of these reservations.", None),
+        ("I'd like to book a flight.", None),
     ],
 )
 def test_classification_needs_no_keyword_at_the_start(sentence: str, kind: str | None) -> None:
     assert kind_of(sentence) == kind
+
+
+def test_the_cli_record_of_tau_bench_states_an_ask_once(tmp_path: Path) -> None:
+    record = cli_record(TAU_BENCH, tmp_path, at=28)
+    assert record["Goal"] == [
+        "- The user's first ask is kept before this record; in these turns, they then asked:"
+        ' "I would like to cancel all of these reservations, s\'il vous plaît."'
+    ]
+    assert record["Constraints & Preferences"] == []
 
 
 def summarize(middle: list[Message], previous: str | None = None) -> str:

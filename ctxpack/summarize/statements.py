@@ -94,7 +94,9 @@ _MODAL_RE = re.compile(
     r"|should(?:n['’]t| not)?|only|prefer(?:s|red|ably|ence)?|please use|avoid|make sure"
     r"|ensure|no more than|at most|at least|not allowed|forbidden|required?|cap(?:ped)?"
     r"|limit(?:ed)? to|under no circumstances|stick (?:to|with)|instead|refrain|keep it"
-    r"|(?:i|we) (?:(?:really|would|d) )?(?:like|love|hate|dislike)|^(?:please )?use"
+    # "I'd like it terse" is a preference; "I would like to cancel it" asks for a change.
+    r"|(?:i|we)(?: really)?(?: would|['’]d) like(?! to\b)"
+    r"|(?:i|we)(?: really)? (?:like|love|hate|dislike)|^(?:please )?use"
     rf"|(?:i|we)(?:['’]d| would) rather|rather than|let['’]?s not|{DROP_HABIT})\b",
     re.IGNORECASE,
 )
