@@ -4,7 +4,7 @@ A stand-in opens with PRUNED_PREFIX, names the call, and says how the output
 ended right after the label's arrow: "→ exit 3", "→ exit 1, nothing printed",
 "→ still running (session 7)", "→ error". Every stage after pruning reads a
 stand-in here, and so learns what it would have learnt from the output
-itself; the output's last error line is the quote `quoted_error` finds.
+itself; the output's telling error line is the quote `quoted_error` finds.
 """
 
 from __future__ import annotations

@@ -216,6 +216,18 @@ def test_summary(output: str) -> str | None:
     return collapse(jest[-1].group(1)) if jest else None
 
 
+# pytest's summary of a failed test without its reason, or with the reason cut
+# ("FAILED t.py::test_x - ..."): the reason is an error line above it.
+_REASON_CUT = re.compile(r"FAILED \S+(?: - \.\.\.)?")
+
+
+def telling_error(errors: list[str]) -> str:
+    """Of an output's error lines (at least one), the one to quote: the last,
+    the one a resumed model must fix, unless it only names what failed and
+    an earlier one says why."""
+    return next((line for line in reversed(errors) if not _REASON_CUT.fullmatch(line)), errors[-1])
+
+
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
     line contributes its first meaningful line. A stand-in has none of its

@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 from ctxpack import formats, markers, toolpairs
 from ctxpack.archive.store import Archive
 from ctxpack.cli import app
-from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
+from tests.conftest import COUNTER, FIXTURES, SHARED, TAU_BENCH
 
 runner = CliRunner()
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 
 # The documented keys of `--report FILE` (README "Report JSON").
 FILE_KEYS = {
@@ -286,8 +287,11 @@ def test_report_carries_retention_and_the_gate_refuses(session_jsonl: Path, tmp_
         (stored,) = archive.log()
     assert stored.report["sessions"][0]["retention"] == retention
     out.unlink()
-    small = [*args, "--context-length", "32000"]
-    refused = runner.invoke(app, [*small, "--min-retention", "errors=1.0"])
+    # At a 32,000-token window the large pi session's record names 82 of its 90 paths.
+    small = ["compress", "--force", "--offline", str(PI_LARGE), "-o", str(out)]
+    refused = runner.invoke(
+        app, [*small, "--context-length", "32000", "--min-retention", "paths=1"]
+    )
     assert refused.exit_code == 4
     assert "compaction refused" in refused.stderr
     assert not out.exists()

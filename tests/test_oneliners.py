@@ -10,6 +10,7 @@ from pathlib import Path
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.standin import PRUNED_PREFIX, is_pruned, quoted_error
 from tests.conftest import FIXTURES, TAU_BENCH
+from tests.test_tool_rules import cli_record
 
 CLAUDE = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 CLAUDE_SUB = FIXTURES / "claude-code" / "openagents__regex-log__subagents__agent-a028728.jsonl"
@@ -120,6 +121,30 @@ def test_claude_failing_pytest_digest_ends_with_its_last_error_line() -> None:
         f'error: "{last}"'
     )
     assert quoted_error(text) == last
+
+
+def test_a_failed_test_s_stand_in_says_why_where_pytest_s_summary_only_names_it() -> None:
+    """pytest -x ends with "FAILED <test> - ..." (its reason cut) or "FAILED <test>":
+    the assertion above it is what a resumed model must fix."""
+    for test, why in [
+        ("test_c4_ipv4_too_many_5_octets", "assert '2021-01-15' not in ['2021-01-15']"),
+        (
+            "test_integration_multiple_valid_dates_with_ipv4",
+            "assert '2021-03-30' in ['2021-01-15', '2021-02-25']",
+        ),
+    ]:
+        result = _find(_claude_results(CLAUDE), "Bash", f"{test} -xvs")
+        assert f"FAILED testgen_tests.py::TestDateIPv4Regex::{test}" in result[2]
+        assert quoted_error(_line(result)) == f"AssertionError: {why}"
+
+
+def test_the_cli_record_of_a_pruned_failed_test_says_why(tmp_path: Path) -> None:
+    actions = cli_record(CLAUDE, tmp_path, "--context-length", "32000")["Completed Actions"]
+    assert (
+        "13. Ran `python -m pytest testgen_tests.py::TestDateIPv4Regex::"
+        "test_c4_ipv4_too_many_5_octets -xvs` — exit 1, 1 failed, AssertionError: assert"
+        " '2021-01-15' not in ['2021-01-15'] [tool: Bash]"
+    ) in actions
 
 
 def test_a_long_error_line_is_clipped_to_160_chars() -> None:

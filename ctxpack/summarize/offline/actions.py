@@ -214,7 +214,7 @@ def make_action(
     running = bool(outputs) and code is None and still_running(out)
     tests = test_summary(out) if kind == "run" else None
     failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
-    # A pruned output's stand-in quotes the original's last error line.
+    # A pruned output's stand-in quotes the original's telling error line.
     quoted = quoted_error(out) if failed else None
     errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
     pending = not outputs or running
