@@ -84,8 +84,10 @@ def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
     """`sentence` of `text`, quoted with the items of the list it announces
     there (what it announced is what it says: "I can see:" and the two
     findings), as many as `limit` characters hold, the rest counted; the
-    sentence alone, clipped to `quote`, when no list follows it."""
+    sentence alone, clipped to `quote`, when it announces no list."""
     quoted = clip(sentence, quote)
+    if not announces(sentence):
+        return quoted
     lines = text.splitlines()
     start = next(
         (
@@ -170,7 +172,7 @@ class Replies:
                 upcoming, user_since = index, False
             elif role == "user" and not m.is_tool_result(msg):
                 user_since = True
-        self._clipped: dict[int, str] = {}
+        self._quoted: dict[int, str] = {}
 
     def next_of(self, index: int) -> int | None:
         return self._next[index]
@@ -179,18 +181,16 @@ class Replies:
         found = self._next[index]
         if found is None:
             return None
-        if found not in self._clipped:
-            self._clipped[found] = self._reply_from(found)
-        return self._clipped[found]
+        if found not in self._quoted:
+            self._quoted[found] = self._reply_from(found)
+        return self._quoted[found]
 
     def _reply_from(self, found: int) -> str:
         at: int | None = found
         while at is not None:
             said = list(itertools.islice(sentences(self._texts[at]), 2))
             if said and not _announces_a_call(said, 0):
-                if announces(said[0]):
-                    return with_list(self._texts[at], said[0], quote=MAX_REPLY, limit=MAX_QUOTE)
-                return clip(said[0], MAX_REPLY)
+                return with_list(self._texts[at], said[0], quote=MAX_REPLY, limit=MAX_QUOTE)
             if self._user_before_next[at]:
                 break
             at = self._next[at]
@@ -247,7 +247,7 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         decided = _DECISION_RE.search(quoted) is not None and not _GUESS_RE.search(quoted)
         # A step its text ends announcing was the tool call that followed it.
         planned = _NEXT_RE.search(quoted) is not None and not _announces_a_call(said, at)
-        if (decided or planned) and announces(sentence):
+        if decided or planned:
             quoted = with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE)
         if decided:
             decisions.append(quoted)
