@@ -45,11 +45,15 @@ _TESTS_HINTS = ("passed", "failed", "error", "skipped")
 # A recognised error line; group 1 is the error text. An exception's class is
 # capitalised (after any module path), and a lower-case "error:" opening an
 # object literal or a list item ("isError: true," "error: { type: ... },") is
-# code being read, not an error.
+# code being read, not an error. Compilers and type checkers put the place
+# first ("a.c:3:5: error: ...", "a.py:12: error: ...", tsc's "a.ts(28,2): error
+# TS2739: ..." and "a.ts:28:2 - error TS2739: ..."): the line is quoted whole,
+# the place being what a resumed model goes to.
 _ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
         (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?
       | Error:\s.+
-      | error(?:\[E\d{4}\])?:\s(?![{\[])(?!.*,$).+
+      | (?:\S+?(?:\(\d+,\d+\)|:\d+(?::\d+)?)(?::|\s-)\s)?(?:fatal\s)?
+        error(?:\[E\d{4}\]|\sTS\d+)?:\s(?![{\[])(?!.*,$).+
       | FAILED\s.+
       | fatal:\s.+
       | npm\sERR!.*
@@ -216,9 +220,11 @@ def test_summary(output: str) -> str | None:
     return collapse(jest[-1].group(1)) if jest else None
 
 
-# pytest's summary of a failed test without its reason, or with the reason cut
-# ("FAILED t.py::test_x - ..."): the reason is an error line above it.
-_REASON_CUT = re.compile(r"FAILED \S+(?: - \.\.\.)?")
+# A line that names what failed and not why, the reason being another error
+# line: pytest's summary of a failed test without its reason, or with the
+# reason cut ("FAILED t.py::test_x - ..."), and Node's wrapper around a child
+# process that failed ("Error: Command failed: tsc --build").
+_REASON_CUT = re.compile(r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+")
 
 
 def telling_error(errors: list[str]) -> str:

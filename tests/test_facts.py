@@ -20,7 +20,7 @@ from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tools import command_of
 from ctxpack.transcript import Message
 from tests.builders import call, result
-from tests.conftest import FIXTURES, TAU_BENCH
+from tests.conftest import FIXTURES, SHARED, TAU_BENCH
 
 CLAUDE = FIXTURES / "claude-code"
 HAIKU = CLAUDE / "openagents__regex-log__haiku-testgen-v2.jsonl"
@@ -34,6 +34,7 @@ STREAM = (
 SWE = FIXTURES / "swe-agent"
 OPENHANDS = FIXTURES / "openhands" / "OpenHands__tests__runtime__trajs__basic_gui_mode.json"
 SHAREGPT = FIXTURES / "sharegpt" / "LLaMA-Factory__data__glaive_toolcall_en_demo.json"
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 
 
 # ---- native records as OpenAI messages (the adapters are not used here) ----
@@ -306,6 +307,66 @@ def test_javascript_and_npm_errors() -> None:
     assert errors == [
         "TypeError: Cannot read properties of undefined (reading 'map')",
         "npm ERR! code ELIFECYCLE",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("output", "errors"),
+    [
+        # tsc, plain and --pretty
+        (
+            "src/x.ts(28,2): error TS2739: Type '{}' is missing 'bold'",
+            ["src/x.ts(28,2): error TS2739: Type '{}' is missing 'bold'"],
+        ),
+        (
+            "src/x.ts:897:35 - error TS2339: Property 'a' does not exist\n\n897   a: 1,\n",
+            ["src/x.ts:897:35 - error TS2339: Property 'a' does not exist"],
+        ),
+        # mypy, pyright
+        (
+            "ctxpack/a.py:12: error: Incompatible types  [arg-type]\nFound 1 error in 1 file",
+            ["ctxpack/a.py:12: error: Incompatible types  [arg-type]"],
+        ),
+        (
+            '  /repo/a.py:3:5 - error: Import "x" could not be resolved',
+            ['/repo/a.py:3:5 - error: Import "x" could not be resolved'],
+        ),
+        # gcc and clang
+        (
+            "a.c:3:5: error: expected ';' before '}' token",
+            ["a.c:3:5: error: expected ';' before '}' token"],
+        ),
+        (
+            "a.c:1:10: fatal error: foo.h: No such file or directory",
+            ["a.c:1:10: fatal error: foo.h: No such file or directory"],
+        ),
+        # Code that a grep shows is not an error, with its place or without.
+        ("src/a.ts:12: error: { code: 1 }\nsrc/b.ts:3: error: 'bad',", []),
+        ("note: error: x\nthe error: is here", []),
+    ],
+)
+def test_compiler_and_type_checker_errors_are_quoted_with_their_place(
+    output: str, errors: list[str]
+) -> None:
+    found = extract_facts([call("c1", "Bash", '{"command": "make check"}'), result("c1", output)])
+    assert found.errors == errors
+
+
+@pytest.mark.skipif(not PI_LARGE.is_file(), reason=f"{PI_LARGE} is absent")
+def test_the_pi_session_s_failed_type_check_is_remembered_by_tsc_s_errors() -> None:
+    """`npm run check` failed (exit 2): its errors are tsc's, the first five,
+    not npm's banner line above them."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    assert extract_facts(messages[59:60]).errors == [
+        "../tui/test/chat-simple.ts(28,2): error TS2739: Type '{ description: ChalkInstance;"
+        " noMatch: any; }' is missing the following properties from type 'SelectListTheme':"
+        " selectedPrefix, selectedText, scrollInfo",
+        "../tui/test/chat-simple.ts(30,3): error TS18004: No value exists in scope for the"
+        " shorthand property 'noMatch'. Either declare one or provide an initializer.",
+        "../tui/test/chat-simple.ts(88,51): error TS2353: Object literal may only specify known"
+        " properties, and 'bgColor' does not exist in type 'MarkdownTheme'.",
+        "../tui/test/chat-simple.ts(93,18): error TS2554: Expected 3-4 arguments, but got 2.",
+        "../tui/test/chat-simple.ts(115,23): error TS2554: Expected 4-5 arguments, but got 1.",
     ]
 
 

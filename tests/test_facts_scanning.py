@@ -48,7 +48,9 @@ DECADE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 ERROR = re.compile(
     r"""^\s*(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
         (?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?
-      | Error:\s.+ | error(?:\[E\d{4}\])?:\s(?![{\[])(?!.*,$).+ | FAILED\s.+ | fatal:\s.+
+      | Error:\s.+ | FAILED\s.+ | fatal:\s.+
+      | (?:\S+?(?:\(\d+,\d+\)|(?::\d+){1,2})(?::|\s-)\s)?(?:fatal\s)?
+        error(?:\[E\d{4}\]|\sTS\d+)?:\s(?![{\[])(?!.*,$).+
       | npm\sERR!.* | thread\s'[^']*'\spanicked.* | panic:\s.+
     )$""",
     re.MULTILINE | re.VERBOSE,
@@ -164,6 +166,7 @@ PIECES = [
     *("12345678-1234-1234-1234-123456789abc", "deadbeef1", "a1b2c3d4e5f6a7b8c9d0", "cafebabe"),
     *("Error: x", "FooError", "E ", "FAILED t", "\n\n\n", "exit code 1"),
     *("isError", "error: ", "{", ",", "mod.", "Exception"),
+    *("(28,2)", ":12", " - ", "fatal ", " TS2339", "a.c:3:5: error: "),
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 

@@ -138,6 +138,21 @@ def test_a_failed_test_s_stand_in_says_why_where_pytest_s_summary_only_names_it(
         assert quoted_error(_line(result)) == f"AssertionError: {why}"
 
 
+def test_a_failed_build_s_stand_in_quotes_the_compiler_not_node_s_wrapper() -> None:
+    """Node's "Error: Command failed: <command>" names what failed; the
+    compiler's line above it says why (the real Gemini CLI session's build)."""
+    why = "src/config/config.ts:897:35 - error TS2339: Property 'activeTeam' does not exist"
+    output = (
+        f"Output: \n> @google/gemini-cli build\n> node build.js\n\n{why}\n\n"
+        "897     activeTeam: settings.general?.activeTeam,\n\n"
+        "Error: Command failed: tsc --build\nExit Code: 1"
+    )
+    arguments = '{"command": "npm run build -w @google/gemini-cli"}'
+    assert (
+        quoted_error(one_liner(name="run_shell_command", arguments=arguments, output=output)) == why
+    )
+
+
 def test_the_cli_record_of_a_pruned_failed_test_says_why(tmp_path: Path) -> None:
     actions = cli_record(CLAUDE, tmp_path, "--context-length", "32000")["Completed Actions"]
     assert (
