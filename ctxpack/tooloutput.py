@@ -227,11 +227,26 @@ def test_summary(output: str) -> str | None:
 _REASON_CUT = re.compile(r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+")
 
 
-def telling_error(errors: list[str]) -> str:
-    """Of an output's error lines (at least one), the one to quote: the last,
-    the one a resumed model must fix, unless it only names what failed and
-    an earlier one says why."""
-    return next((line for line in reversed(errors) if not _REASON_CUT.fullmatch(line)), errors[-1])
+def telling_error(output: str, errors: list[str]) -> str:
+    """Of an output's error lines (error_lines', at least one), the one a
+    failed run is remembered by: the last, the one a resumed model must fix,
+    unless it only names what failed and an earlier one says why. Where the
+    lines right above it are error lines too (one message written over
+    several lines, as git writes them, or a compiler's list of errors), the
+    first of them: the cause that the rest follow from."""
+    chosen = next(
+        (line for line in reversed(errors) if not _REASON_CUT.fullmatch(line)), errors[-1]
+    )
+    start = output.rfind(chosen)
+    start = output.rfind("\n", 0, start) + 1 if start > 0 else 0
+    while start > 0:
+        above = output.rfind("\n", 0, start - 1) + 1
+        found = _ERROR_RE.fullmatch(output, above, start - 1)
+        line = found.group(1).strip()[:MAX_ERROR_CHARS] if found else ""
+        if not line or _REASON_CUT.fullmatch(line):
+            break
+        chosen, start = line, above
+    return chosen
 
 
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:

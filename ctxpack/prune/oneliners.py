@@ -4,7 +4,7 @@ A bare "output removed" placeholder loses every fact; a one-liner keeps the
 ones a reader needs to follow the rest of the session: which tool, on what
 (command, path, pattern, url), how it ended (exit code, match count), how big
 the output was, and the single line that matters most: for a failed output,
-the error line a resumed model must fix (tooloutput.telling_error). A short stand-in also
+the error line the run is remembered by (tooloutput.telling_error). A short stand-in also
 names the ids the output held (commits, agent and session ids), which a
 resumed model may need to refer back to. Every stand-in starts with the same
 prefix, so a later run knows not to prune it again.
@@ -107,7 +107,7 @@ def _quotes(
     errors = outputs.error_lines(output, flagged=flagged) if facts.error else []
     if not errors or _json_error(facts):
         return [shown_line] if shown_line[1] else []
-    error = ("error", _clipped(outputs.telling_error(errors)))
+    error = ("error", _clipped(outputs.telling_error(output, errors)))
     # A failed test run's counts say how far the work got; the error says why.
     tests = outputs.test_summary(facts.body)
     if call.family is Family.COMMAND and tests and tests in shown_line[1]:

@@ -21,6 +21,7 @@ from ctxpack.tooloutput import (
     failed_with_code,
     result_flagged_error,
     still_running,
+    telling_error,
     test_summary,
 )
 from ctxpack.toolpairs import ToolUse, parse_arguments
@@ -215,8 +216,10 @@ def make_action(
     tests = test_summary(out) if kind == "run" else None
     failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
     # A pruned output's stand-in quotes the original's telling error line.
-    quoted = quoted_error(out) if failed else None
-    errors = [quoted] if quoted else error_lines(out, flagged=flagged) if failed else []
+    error = quoted_error(out) if failed else None
+    if failed and error is None:
+        errors = error_lines(out, flagged=flagged)
+        error = telling_error(out, errors) if errors else None
     pending = not outputs or running
     mark = _mark(kind, command, failed)
     parts: list[str] = []
@@ -230,8 +233,8 @@ def make_action(
         parts.append("failed" if failed else "ok")
     if tests:
         parts.append(tests)
-    if errors:
-        parts.append(clip(errors[0], 120))
+    if error:
+        parts.append(clip(error, 120))
     elif failed:
         pass
     elif kind == "call" and code is None and out.strip() and not is_pruned(out):
