@@ -178,6 +178,16 @@ def test_a_message_git_writes_over_two_lines_is_quoted_from_its_first() -> None:
     assert outcome == "exit 128, error: cannot pull with rebase: You have unstaged changes."
 
 
+def test_a_failed_cargo_build_is_remembered_by_rustc_s_error_not_cargo_s_last_word() -> None:
+    """cargo ends a failed build with "error: could not compile ...", which
+    names what failed; the rustc error above it says why."""
+    result = _find(_claude_results(CLAUDE_STREAM), "Bash", 'grep -A 5 \\"E0614\\"')
+    assert "error: could not compile `autopilot`" in result[2]
+    quoted, outcome = _remembered_by(result)
+    assert quoted == "error[E0614]: type `i32` cannot be dereferenced"
+    assert outcome == "failed, error[E0614]: type `i32` cannot be dereferenced"
+
+
 def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:
     """A type check's errors one per line: the first is where the fixing
     starts; the last, five lines on, is one of its consequences."""
