@@ -223,10 +223,12 @@ def test_summary(output: str) -> str | None:
 # A line that names what failed and not why, the reason being another error
 # line: pytest's summary of a failed test without its reason, or with the
 # reason cut ("FAILED t.py::test_x - ..."), Node's wrapper around a child
-# process that failed ("Error: Command failed: tsc --build") and cargo's last
-# word on a build ("error: could not compile `app` ... due to 2 previous errors").
+# process that failed ("Error: Command failed: tsc --build"), npm's report of a
+# script that failed ("npm ERR! code ELIFECYCLE", "npm ERR! A complete log of
+# this run ...") and cargo's last word on a build ("error: could not compile
+# `app` ... due to 2 previous errors").
 _REASON_CUT = re.compile(
-    r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+|error: could not compile .+"
+    r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+|npm ERR!.*|error: could not compile .+"
 )
 
 

@@ -188,6 +188,19 @@ def test_a_failed_cargo_build_is_remembered_by_rustc_s_error_not_cargo_s_last_wo
     assert outcome == "failed, error[E0614]: type `i32` cannot be dereferenced"
 
 
+def test_a_failed_npm_script_is_remembered_by_its_error_not_npm_s_report() -> None:
+    why = "TypeError: Cannot read properties of undefined (reading 'map')"
+    output = (
+        f"/app/src/list.js:12\n    return items.map(render)\n                 ^\n\n{why}\n"
+        "    at render (/app/src/list.js:12:18)\nnpm ERR! code ELIFECYCLE\nnpm ERR! errno 1\n"
+        "npm ERR! app@1.0.0 test: `node test.js`\nnpm ERR! Exit status 1\n"
+        "npm ERR! A complete log of this run can be found in:\n"
+        "npm ERR!     /root/.npm/_logs/2024-01-01T00_00_00_000Z-debug.log"
+    )
+    quoted, outcome = _remembered_by(("Bash", '{"command": "npm test"}', output, True))
+    assert quoted == why and outcome == f"exit 1, {why}"
+
+
 def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:
     """A type check's errors one per line: the first is where the fixing
     starts; the last, five lines on, is one of its consequences."""
