@@ -9,8 +9,6 @@ from pathlib import Path
 
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.standin import PRUNED_PREFIX, is_pruned, quoted_error
-from ctxpack.summarize.offline.actions import make_action
-from ctxpack.toolpairs import ToolUse
 from tests.conftest import FIXTURES, TAU_BENCH
 from tests.test_tool_rules import cli_record
 
@@ -138,100 +136,6 @@ def test_a_failed_test_s_stand_in_says_why_where_pytest_s_summary_only_names_it(
         result = _find(_claude_results(CLAUDE), "Bash", f"{test} -xvs")
         assert f"FAILED testgen_tests.py::TestDateIPv4Regex::{test}" in result[2]
         assert quoted_error(_line(result)) == f"AssertionError: {why}"
-
-
-def test_a_failed_build_s_stand_in_quotes_the_compiler_not_node_s_wrapper() -> None:
-    """Node's "Error: Command failed: <command>" names what failed; the
-    compiler's line above it says why (the real Gemini CLI session's build)."""
-    why = "src/config/config.ts:897:35 - error TS2339: Property 'activeTeam' does not exist"
-    output = (
-        f"Output: \n> @google/gemini-cli build\n> node build.js\n\n{why}\n\n"
-        "897     activeTeam: settings.general?.activeTeam,\n\n"
-        "Error: Command failed: tsc --build\nExit Code: 1"
-    )
-    arguments = '{"command": "npm run build -w @google/gemini-cli"}'
-    assert (
-        quoted_error(one_liner(name="run_shell_command", arguments=arguments, output=output)) == why
-    )
-
-
-def _remembered_by(result: Result) -> tuple[str | None, str]:
-    """The error a failed run's stand-in quotes, and its action's outcome on
-    the output itself (the record of an unpruned run)."""
-    name, args, output, is_error = result
-    reply = {"role": "tool", "content": output, "is_error": is_error}
-    done = make_action(ToolUse(0, "c1", name, args), [reply], seen=set())
-    assert done.failed
-    return quoted_error(_line(result)), done.outcome
-
-
-def test_a_message_git_writes_over_two_lines_is_quoted_from_its_first() -> None:
-    """git says what failed on its first "error:" line and what to do on the
-    next: the first is the cause, pruned or not."""
-    result = _find(_claude_results(CLAUDE_STREAM), "Bash", "git pull --rebase")
-    assert result[2].endswith(
-        "error: cannot pull with rebase: You have unstaged changes.\n"
-        "error: Please commit or stash them."
-    )
-    quoted, outcome = _remembered_by(result)
-    assert quoted == "error: cannot pull with rebase: You have unstaged changes."
-    assert outcome == "exit 128, error: cannot pull with rebase: You have unstaged changes."
-
-
-def test_a_failed_cargo_build_is_remembered_by_rustc_s_error_not_cargo_s_last_word() -> None:
-    """cargo ends a failed build with "error: could not compile ...", which
-    names what failed; the rustc error above it says why."""
-    result = _find(_claude_results(CLAUDE_STREAM), "Bash", 'grep -A 5 \\"E0614\\"')
-    assert "error: could not compile `autopilot`" in result[2]
-    quoted, outcome = _remembered_by(result)
-    assert quoted == "error[E0614]: type `i32` cannot be dereferenced"
-    assert outcome == "failed, error[E0614]: type `i32` cannot be dereferenced"
-
-
-def test_a_failed_npm_script_is_remembered_by_its_error_not_npm_s_report() -> None:
-    why = "TypeError: Cannot read properties of undefined (reading 'map')"
-    output = (
-        f"/app/src/list.js:12\n    return items.map(render)\n                 ^\n\n{why}\n"
-        "    at render (/app/src/list.js:12:18)\nnpm ERR! code ELIFECYCLE\nnpm ERR! errno 1\n"
-        "npm ERR! app@1.0.0 test: `node test.js`\nnpm ERR! Exit status 1\n"
-        "npm ERR! A complete log of this run can be found in:\n"
-        "npm ERR!     /root/.npm/_logs/2024-01-01T00_00_00_000Z-debug.log"
-    )
-    quoted, outcome = _remembered_by(("Bash", '{"command": "npm test"}', output, True))
-    assert quoted == why and outcome == f"exit 1, {why}"
-
-
-def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:
-    """A type check's errors one per line: the first is where the fixing
-    starts; the last, five lines on, is one of its consequences."""
-    first = (
-        "src/theme/theme.ts(5,15): error TS2305: Module '\"@x/tui\"' has no exported member 'A'."
-    )
-    output = "\n".join(
-        [
-            "> @x/agent@0.8.0 build",
-            "",
-            first,
-            "src/theme/theme.ts(5,28): error TS2305: Module '\"@x/tui\"' has no member 'B'.",
-            "src/tui/footer.ts(46,70): error TS2554: Expected 0-4 arguments, but got 5.",
-            "npm error code 1",
-            "Command exited with code 1",
-        ]
-    )
-    quoted, outcome = _remembered_by(("bash", '{"command": "npm run build"}', output, True))
-    assert quoted == first and outcome == f"exit 1, {first}"
-
-
-def test_a_python_error_raised_while_handling_another_is_remembered_by_the_last() -> None:
-    output = (
-        'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n'
-        "KeyError: 'name'\n\nDuring handling of the above exception, another exception"
-        ' occurred:\n\nTraceback (most recent call last):\n  File "a.py", line 5, in'
-        " <module>\nValueError: no name given\n"
-    )
-    quoted, outcome = _remembered_by(("Bash", '{"command": "python a.py"}', output, True))
-    assert quoted == "ValueError: no name given"
-    assert outcome == "failed, ValueError: no name given"
 
 
 def test_the_cli_record_of_a_pruned_failed_test_says_why(tmp_path: Path) -> None:
