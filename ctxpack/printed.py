@@ -3,13 +3,16 @@ header, Claude Code's exit line and error tags, Gemini CLI's fields, the
 footers of OpenHands and SWE-agent, the client's reminders, and a JSON
 object's output field. Counts and quoted lines describe the output itself,
 and "printed nothing" means the same for every agent (exit 1 with nothing
-printed is an answer, not a failure). A terminal's colour codes are no text."""
+printed is an answer, not a failure). A terminal's colour codes are no text.
+What a call returned as JSON is said in one line (json_shape), the same in a
+stand-in and in the record's action."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ctxpack.formats import jsoncodec
@@ -149,3 +152,56 @@ def open_file(output: str) -> str | None:
     found = _SWE_FOOTER.search(output[-2000:])
     path = found.group("open").strip() if found else ""
     return path if path and path != "n/a" else None
+
+
+def json_shape(value: Any, *, asked: Mapping[str, Any] | None = None) -> str:
+    """What a call returned as JSON, in a line: `JSON object (12 keys): origin=SFO,
+    destination=JFK, …` (its first short scalar fields), `JSON list of 3
+    (flight_number: HAT069, …)`. `asked`: the call's arguments; a field the call
+    was asked with, the same name and value, says nothing new and is left out."""
+    if isinstance(value, dict):
+        asked = asked or {}
+        scalars = [
+            f"{k}={_scalar(v)}"
+            for k, v in value.items()
+            if isinstance(v, str | int | float)
+            and not isinstance(v, bool)
+            and len(_scalar(v)) <= 24
+            and not (k in asked and asked[k] == v)
+        ]
+        shown = ", ".join(scalars[:4])
+        if len(scalars) > 4 or len(value) > len(scalars[:4]):
+            shown += ", …" if shown else "…"
+        return f"JSON object ({len(value)} keys): {shown}"
+    if isinstance(value, list):
+        ids = _list_ids(value)
+        return f"JSON list of {len(value)}" + (f" ({ids})" if ids else "")
+    return "JSON"
+
+
+def _list_ids(items: list[Any]) -> str:
+    """The first short text field of a list's objects, each item's: `flight_number:
+    HAT069, HAT083`; an item that is a list of objects (a connection of two
+    flights) names each of its own, `HAT057+HAT012`."""
+    first = next(
+        (o for i in items for o in (i if isinstance(i, list) else [i]) if isinstance(o, dict)),
+        None,
+    )
+    if first is None:
+        return ""
+    for key, value in first.items():
+        if isinstance(value, str) and 0 < len(value) <= 24:
+            values = [_ids_of(i, key) for i in items]
+            values = [v for v in values if v]
+            shown = ", ".join(values[:5]) + (", …" if len(values) > 5 else "")
+            return f"{key}: {shown}"
+    return ""
+
+
+def _ids_of(item: Any, key: str) -> str:
+    parts = item if isinstance(item, list) else [item]
+    return "+".join(str(p[key]) for p in parts if isinstance(p, dict) and key in p)
+
+
+def _scalar(value: str | int | float) -> str:
+    return " ".join(str(value).split())

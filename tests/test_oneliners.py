@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.standin import PRUNED_PREFIX, is_pruned, quoted_error
+from ctxpack.summarize.offline.actions import make_action
+from ctxpack.toolpairs import ToolUse
 from tests.conftest import FIXTURES, TAU_BENCH
 from tests.test_tool_rules import cli_record
 
@@ -367,3 +369,39 @@ def test_tau_bench_json_api_output() -> None:
     text = one_liner(name=call["name"], arguments=call["arguments"], output=traj[9]["content"])
     assert 'search_direct_flight(origin="JFK", destination="SEA", date="2024-05-20")' in text
     assert "JSON list of 2 (flight_number: HAT069, HAT083)" in text
+
+
+def _tau_call(session: int, at: int) -> tuple[str, str, str]:
+    """(name, arguments, output) of the call at `at` in a tau-bench session."""
+    traj = json.loads(TAU_BENCH.read_text())[session]["traj"]
+    call = traj[at]["tool_calls"][0]["function"]
+    return call["name"], call["arguments"], traj[at + 1]["content"]
+
+
+def test_what_a_call_returned_reads_the_same_in_its_stand_in_and_in_the_record() -> None:
+    """One rule (printed.json_shape) says what a JSON result holds: its first
+    short fields, less the ones the call was asked with, or each listed item's
+    id, a connection's flights joined."""
+    for (session, at), shape in [
+        (
+            (2, 6),
+            "JSON object (13 keys): user_id=omar_davis_3817, origin=MCO, destination=CLT,"
+            " flight_type=one_way, …",
+        ),
+        (
+            (0, 12),
+            "JSON list of 4 (flight_number: HAT057+HAT039, HAT136+HAT039, HAT218+HAT039,"
+            " HAT268+HAT039)",
+        ),
+    ]:
+        name, args, output = _tau_call(session, at)
+        assert f"→ {shape}; output was" in one_liner(name=name, arguments=args, output=output)
+        reply = {"role": "tool", "content": output}
+        done = make_action(ToolUse(0, "c1", name, args), [reply], seen=set())
+        assert done.outcome == f"ok, returned {shape}"
+
+
+def test_the_cli_record_says_where_each_reservation_goes(tmp_path: Path) -> None:
+    actions = cli_record(TAU_BENCH, tmp_path, at=2)["Completed Actions"]
+    routes = [line.split("origin=")[1].split(", flight_type")[0] for line in actions[1:]]
+    assert routes == ["MCO, destination=CLT", "SFO, destination=MCO", "DEN, destination=DEN"]

@@ -15,9 +15,10 @@ from __future__ import annotations
 from ctxpack import tooloutput as outputs
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
-from ctxpack.printed import open_file
+from ctxpack.printed import json_shape, open_file
 from ctxpack.prune import shown
 from ctxpack.standin import PRUNED_PREFIX, ending, quote
+from ctxpack.toolpairs import parse_arguments
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
 # The quoted error line is clipped to this; ids are added, up to MAX_IDS of
@@ -42,7 +43,7 @@ def one_liner(
     facts = outputs.analyze(output, flagged=is_error)
     status = ending(exit_code=facts.exit_code, running=facts.running, error=facts.error)
     quotes = _quotes(call, facts, output=output, flagged=is_error)
-    details = _details(call, facts)
+    details = _details(call, facts, arguments=arguments)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"
     if images:
         size += f", {_count(images, 'image')}"
@@ -78,7 +79,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
+def _details(call: CallInfo, facts: outputs.OutputFacts, *, arguments: str) -> str:
     if call.family in (Family.READ, Family.WRITE):
         return shown.read_span(facts.body)
     if call.family is Family.SEARCH:
@@ -94,7 +95,7 @@ def _details(call: CallInfo, facts: outputs.OutputFacts) -> str:
             noun = "file" if noun == "files" else "match"
         return f"{count:,} {noun}" + ("" if count == 1 else "es" if noun == "match" else "s")
     if call.family is Family.OTHER and facts.json_value is not None:
-        return shown.json_shape(facts.json_value)
+        return json_shape(facts.json_value, asked=parse_arguments(arguments))
     return ""
 
 

@@ -1,6 +1,7 @@
 """What a stand-in shows of a tool output: the line worth quoting (the
 last error when it failed, else a summary line), the span a numbered file
-view covers, how many matches a search reported, and a JSON value's shape.
+view covers and how many matches a search reported (a JSON value's shape is
+printed.json_shape, which the record's actions read too).
 How the output ended, and its agent wrapper, are read in tooloutput."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ctxpack.facts.match import folded
 from ctxpack.printed import ANSI_CODE
@@ -133,39 +133,3 @@ def match_count(facts: OutputFacts) -> tuple[int, str] | None:
         noun = found.group(2)
         return int(found.group(1)), "files" if noun.startswith("file") else ""
     return len(nonblank_lines(_PAGINATION.sub("", body))), "lines"
-
-
-def json_shape(value: Any) -> str:
-    """`object: reservation_id=ZFA04Y, origin=SFO, … (12 keys)` / `list of 3 (HAT069, …)`."""
-    if isinstance(value, dict):
-        scalars = [
-            f"{k}={_scalar(v)}"
-            for k, v in value.items()
-            if isinstance(v, str | int | float)
-            and not isinstance(v, bool)
-            and len(_scalar(v)) <= 24
-        ]
-        shown = ", ".join(scalars[:4])
-        if len(scalars) > 4 or len(value) > len(scalars[:4]):
-            shown += ", …" if shown else "…"
-        return f"JSON object ({len(value)} keys): {shown}"
-    if isinstance(value, list):
-        ids = _list_ids(value)
-        return f"JSON list of {len(value)}" + (f" ({ids})" if ids else "")
-    return "JSON"
-
-
-def _list_ids(items: list[Any]) -> str:
-    first = next((i for i in items if isinstance(i, dict)), None)
-    if first is None:
-        return ""
-    for key, value in first.items():
-        if isinstance(value, str) and 0 < len(value) <= 24:
-            values = [str(i.get(key)) for i in items if isinstance(i, dict) and key in i]
-            shown = ", ".join(values[:5]) + (", …" if len(values) > 5 else "")
-            return f"{key}: {shown}"
-    return ""
-
-
-def _scalar(value: str | int | float) -> str:
-    return " ".join(str(value).split())

@@ -12,7 +12,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
-from ctxpack.printed import open_file, printed
+from ctxpack.printed import json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import QUIET, is_pruned, quoted_error
 from ctxpack.tooloutput import (
@@ -239,7 +239,9 @@ def make_action(
         pass
     elif kind == "call" and code is None and out.strip() and not is_pruned(out):
         # A stand-in's opening names the call again: it says nothing returned.
-        parts.append("returned " + clip(out, QUOTED))
+        value = parse_json(out)
+        shape = json_shape(value, asked=args) if isinstance(value, dict | list) else None
+        parts.append("returned " + (shape or clip(out, QUOTED)))
     elif kind == "run" and not pending and not tests and mark != "read":
         # A stand-in keeps no output: it says only how the output ended.
         parts.extend(_printed("" if is_pruned(out) else printed(out), code=code))
