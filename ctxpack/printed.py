@@ -156,23 +156,21 @@ def open_file(output: str) -> str | None:
 
 def json_shape(value: Any, *, asked: Mapping[str, Any] | None = None) -> str:
     """What a call returned as JSON, in a line: `JSON object (12 keys): origin=SFO,
-    destination=JFK, …` (its first short scalar fields), `JSON list of 3
-    (flight_number: HAT069, …)`. `asked`: the call's arguments; a field the call
-    was asked with, the same name and value, says nothing new and is left out."""
+    destination=JFK, …` (its first short fields: a scalar, or a short list of
+    them such as `reservations=[NO6JO3, AIXC49]`), `JSON list of 3 (flight_number:
+    HAT069, …)`. `asked`: the call's arguments; a field the call was asked with,
+    the same name and value, says nothing new and is left out."""
     if isinstance(value, dict):
         asked = asked or {}
-        scalars = [
-            f"{k}={_scalar(v)}"
+        fields = [
+            f"{k}={shown}"
             for k, v in value.items()
-            if isinstance(v, str | int | float)
-            and not isinstance(v, bool)
-            and len(_scalar(v)) <= 24
-            and not (k in asked and asked[k] == v)
+            if (shown := _short(v)) is not None and not (k in asked and asked[k] == v)
         ]
-        shown = ", ".join(scalars[:4])
-        if len(scalars) > 4 or len(value) > len(scalars[:4]):
-            shown += ", …" if shown else "…"
-        return f"JSON object ({len(value)} keys): {shown}"
+        said = ", ".join(fields[:4])
+        if len(fields) > 4 or len(value) > len(fields[:4]):
+            said += ", …" if said else "…"
+        return f"JSON object ({len(value)} keys): {said}"
     if isinstance(value, list):
         ids = _list_ids(value)
         return f"JSON list of {len(value)}" + (f" ({ids})" if ids else "")
@@ -201,6 +199,18 @@ def _list_ids(items: list[Any]) -> str:
 def _ids_of(item: Any, key: str) -> str:
     parts = item if isinstance(item, list) else [item]
     return "+".join(str(p[key]) for p in parts if isinstance(p, dict) and key in p)
+
+
+def _short(value: Any) -> str | None:
+    """A field's value as json_shape shows it; None for one too long to."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = _scalar(value)
+        return text if len(text) <= 24 else None
+    if isinstance(value, list) and len(value) <= 5:
+        items = [_short(item) if not isinstance(item, list) else None for item in value]
+        text = "[" + ", ".join(item or "" for item in items) + "]"
+        return text if None not in items and len(text) <= 48 else None
+    return None
 
 
 def _scalar(value: str | int | float) -> str:

@@ -380,9 +380,14 @@ def _tau_call(session: int, at: int) -> tuple[str, str, str]:
 
 def test_what_a_call_returned_reads_the_same_in_its_stand_in_and_in_the_record() -> None:
     """One rule (printed.json_shape) says what a JSON result holds: its first
-    short fields, less the ones the call was asked with, or each listed item's
-    id, a connection's flights joined."""
+    short fields (a short list of ids among them), less the ones the call was
+    asked with, or each listed item's id, a connection's flights joined."""
     for (session, at), shape in [
+        (
+            (0, 6),
+            "JSON object (8 keys): email=mia.li3818@example.com, dob=1990-04-05,"
+            " membership=gold, reservations=[NO6JO3, AIXC49, HKEG34], …",
+        ),
         (
             (2, 6),
             "JSON object (13 keys): user_id=omar_davis_3817, origin=MCO, destination=CLT,"
