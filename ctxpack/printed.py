@@ -189,8 +189,7 @@ def _list_ids(items: list[Any]) -> str:
         return ""
     for key, value in first.items():
         if isinstance(value, str) and 0 < len(value) <= 24:
-            values = [_ids_of(i, key) for i in items]
-            values = [v for v in values if v]
+            values = [ids for item in items if (ids := _ids_of(item, key))]
             shown = ", ".join(values[:5]) + (", …" if len(values) > 5 else "")
             return f"{key}: {shown}"
     return ""
@@ -207,9 +206,10 @@ def _short(value: Any) -> str | None:
         text = _scalar(value)
         return text if len(text) <= 24 else None
     if isinstance(value, list) and len(value) <= 5:
-        items = [_short(item) if not isinstance(item, list) else None for item in value]
-        text = "[" + ", ".join(item or "" for item in items) + "]"
-        return text if None not in items and len(text) <= 48 else None
+        items = [_short(item) for item in value if not isinstance(item, list)]
+        shown = [item for item in items if item is not None]
+        text = "[" + ", ".join(shown) + "]"
+        return text if len(shown) == len(value) and len(text) <= 48 else None
     return None
 
 

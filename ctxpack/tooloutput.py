@@ -227,20 +227,23 @@ def test_summary(output: str) -> str | None:
 # script that failed ("npm ERR! code ELIFECYCLE", "npm ERR! A complete log of
 # this run ...") and cargo's last word on a build ("error: could not compile
 # `app` ... due to 2 previous errors").
-_REASON_CUT = re.compile(
+_NAMES_ONLY = re.compile(
     r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+|npm ERR!.*|error: could not compile .+"
 )
 
 
-def telling_error(output: str, errors: list[str]) -> str:
-    """Of an output's error lines (error_lines', at least one), the one a
-    failed run is remembered by: the last, the one a resumed model must fix,
-    unless it only names what failed and an earlier one says why. Where the
-    lines right above it are error lines too (one message written over
-    several lines, as git writes them, or a compiler's list of errors), the
-    first of them: the cause that the rest follow from."""
+def telling_error(output: str, *, flagged: bool = False) -> str | None:
+    """The error line a failed run is remembered by, of its output's error
+    lines (error_lines): the last, the one a resumed model must fix, unless
+    it only names what failed and an earlier one says why. Where the lines
+    right above it are error lines too (one message written over several
+    lines, as git writes them, or a compiler's list of errors), the first of
+    them: the cause that the rest follow from. None: no error line."""
+    errors = error_lines(output, flagged=flagged)
+    if not errors:
+        return None
     chosen = next(
-        (line for line in reversed(errors) if not _REASON_CUT.fullmatch(line)), errors[-1]
+        (line for line in reversed(errors) if not _NAMES_ONLY.fullmatch(line)), errors[-1]
     )
     start = output.rfind(chosen)
     start = output.rfind("\n", 0, start) + 1 if start > 0 else 0
@@ -248,7 +251,7 @@ def telling_error(output: str, errors: list[str]) -> str:
         above = output.rfind("\n", 0, start - 1) + 1
         found = _ERROR_RE.fullmatch(output, above, start - 1)
         line = found.group(1).strip()[:MAX_ERROR_CHARS] if found else ""
-        if not line or _REASON_CUT.fullmatch(line):
+        if not line or _NAMES_ONLY.fullmatch(line):
             break
         chosen, start = line, above
     return chosen

@@ -105,10 +105,10 @@ def _quotes(
     """Which lines to keep, and how to introduce each; an error comes last,
     where quoted_error finds it."""
     shown_line = _quote(call, facts)
-    errors = outputs.error_lines(output, flagged=flagged) if facts.error else []
-    if not errors or _json_error(facts):
+    telling = outputs.telling_error(output, flagged=flagged) if facts.error else None
+    if telling is None or _json_error(facts):
         return [shown_line] if shown_line[1] else []
-    error = ("error", _clipped(outputs.telling_error(output, errors)))
+    error = ("error", _clipped(telling))
     # A failed test run's counts say how far the work got; the error says why.
     tests = outputs.test_summary(facts.body)
     if call.family is Family.COMMAND and tests and tests in shown_line[1]:

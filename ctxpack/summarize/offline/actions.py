@@ -16,7 +16,6 @@ from ctxpack.printed import json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import QUIET, is_pruned, quoted_error
 from ctxpack.tooloutput import (
-    error_lines,
     exit_code,
     failed_with_code,
     result_flagged_error,
@@ -218,8 +217,7 @@ def make_action(
     # A pruned output's stand-in quotes the original's telling error line.
     error = quoted_error(out) if failed else None
     if failed and error is None:
-        errors = error_lines(out, flagged=flagged)
-        error = telling_error(out, errors) if errors else None
+        error = telling_error(out, flagged=flagged)
     pending = not outputs or running
     mark = _mark(kind, command, failed)
     parts: list[str] = []
