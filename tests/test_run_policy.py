@@ -58,6 +58,26 @@ def test_a_read_only_input_is_written_as_openai_by_every_command(
     assert messages and all("role" in msg for msg in messages)
 
 
+def test_a_read_only_input_under_the_threshold_still_says_how_to_compact_it(
+    tmp_path: Path,
+) -> None:
+    """Written as openai unchanged, a session keeps the note a user acts on."""
+    out, report_path = tmp_path / "out.jsonl", tmp_path / "report.json"
+    args = ["compress", "--offline", str(SWE_AGENT), "-o", str(out), "--report", str(report_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (
+        "under the threshold of 100,000 tokens: unchanged; --force compacts anyway\n"
+        "messages written as openai"
+    ) in result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["sessions"][0]["status"] == "converted"
+    assert report["sessions"][0]["notes"] == [
+        "under the threshold of 100,000 tokens: unchanged; --force compacts anyway",
+        "messages written as openai",
+    ]
+
+
 @pytest.mark.parametrize("command", list(WRITERS))
 def test_an_archive_that_cannot_be_opened_is_the_same_error_in_every_command(
     command: str, tmp_path: Path

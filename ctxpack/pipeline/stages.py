@@ -193,11 +193,13 @@ def _summarized(number: int, label: str, report: SessionReport) -> Origin:
 
 
 def _converted(report: CompressReport, fmt: str) -> None:
-    """A session passed through unchanged is still rewritten in another format."""
+    """A session passed through unchanged is still rewritten in another format;
+    its notes still say why it was passed through (the threshold, and that
+    --force compacts anyway)."""
     for session in report.sessions:
         if session.status == Status.UNDER_THRESHOLD:
             session.status = Status.CONVERTED
-            session.notes = [f"under the threshold: messages unchanged, written as {fmt}"]
+            session.notes = [*session.notes, f"messages written as {fmt}"]
 
 
 def measure_retention(
