@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ctxpack import formats, markers
@@ -134,3 +135,33 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
     assert _section(record, "Goal")[0] == (
         "- Start autonomous loop mode by calling issue_ready and continuously working on issues"
     )
+    # Claude Code's list of the user's messages ends with its own request to
+    # summarize ("Summary request (current message)"), which is none of theirs.
+    assert previous_entries(record) == [
+        '"Call issue_ready NOW to get the first issue and begin working." with extensive'
+        " FULL AUTO MODE context including active directives and critical autonomous loop"
+        " instructions"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("item", "kept"),
+    [
+        # Claude Code's ways of listing the request that made it summarize.
+        ("Summary request (current message)", False),
+        ("Request for a detailed summary of the conversation", False),
+        ("Asked for a summary of our conversation so far", False),
+        # The user's own words, quoted, stay whatever they ask for.
+        ('"Summarize this conversation for the PR description"', True),
+        # Descriptions of steps of the task.
+        ("Asked to summarize the test results in the README", True),
+        ("Summarize the request handler's error paths", True),
+        ("Add a --compact flag to the CLI", True),
+    ],
+)
+def test_the_request_to_summarize_is_no_user_message(item: str, kept: bool) -> None:
+    body = CLAUDE.replace('   - "Write a log parser"', f'   - "Write a log parser"\n   - {item}')
+    merged = to_template(body)
+    assert merged is not None
+    expected = ["Write a log parser", item.strip('"')] if kept else ["Write a log parser"]
+    assert previous_entries(merged.text) == expected

@@ -65,6 +65,16 @@ _MARKDOWN_RE = re.compile(r"^(?:\s{0,3}#{1,6}\s+(.+?)\s*#*|\*\*([^*\n]{1,60})\*\
 _SUMMARY_LINE_RE = re.compile(r"^\s*(?:\*\*)?Summary:?(?:\*\*)?\s*$", re.I)
 _ANALYSIS_LINE_RE = re.compile(r"^\s*(?:\*\*)?Analysis:?(?:\*\*)?\s*$", re.I)
 _OPENING_RE = re.compile(r"^\s*\[CONTEXT (?:COMPACTION|SUMMARY)[^\]]*\]:?\s*", re.I)
+# Claude Code lists the request that made it summarize among the user's
+# messages ("Summary request (current message)", "Request for a detailed
+# summary of the conversation"): the client's words, not a step of the
+# user's task. Such an item describes the request; the user's words it quotes.
+_ABOUT_THE_SUMMARY = re.compile(
+    r"\bsummar(?:y|i[sz]\w*)\b.*\b(?:conversation|current message|this message)\b"
+    r"|\bsummary request\b|\brequest(?:ed|ing)? for (?:an? |the )?(?:\w+ ){0,2}summary\b",
+    re.I,
+)
+_DESCRIBED_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,11 @@ def to_template(body: str) -> Merged | None:
     )
     sections["Critical Context"].insert(0, note)
     # The user's own words go to the user ledger, which an update carries on.
-    said = [f'- "{_unquoted(item)}"' for item in sections.pop(LEDGER_HEADING, [])]
+    said = [
+        f'- "{_unquoted(item)}"'
+        for item in sections.pop(LEDGER_HEADING, [])
+        if not _describes_the_summary_request(item)
+    ]
     ledger = "\n".join([f"## {LEDGER_HEADING}", LEDGER_INTRO, *said]) if said else ""
     text = with_ledger(render_template(sections), ledger)
     return Merged(text, source, count, left_out)
@@ -168,6 +182,15 @@ def _items(body: list[str]) -> list[str]:
         return []
     parsed = parse_template(text).get(PREAMBLE, [])
     return [item if item.lstrip().startswith(("-", "*", "+")) else f"- {item}" for item in parsed]
+
+
+def _describes_the_summary_request(item: str) -> bool:
+    body = " ".join(item.split()[1:])
+    return (
+        len(body) <= _DESCRIBED_CHARS
+        and not body.startswith('"')
+        and bool(_ABOUT_THE_SUMMARY.search(body))
+    )
 
 
 def _unquoted(item: str) -> str:
