@@ -56,7 +56,6 @@ _ERROR_LINE = r"""(?:E\s+|[-*]\s+)?(?:[A-Z]\d{3,4}\s+)?(
         error(?:\[E\d{4}\]|\sTS\d+)?:\s(?![{\[])(?!.*,$).+
       | FAILED\s.+
       | fatal:\s.+
-      | npm\sERR!.*
       | thread\s'[^']*'\spanicked.*
       | panic:\s.+
     )$"""
@@ -67,7 +66,7 @@ _ERROR_AT = re.compile(_ERROR_LINE, re.MULTILINE | re.VERBOSE)
 # A long run of blank lines makes _ERROR_RE retry the run from each of them.
 _LONG_SPACE = re.compile(r"\n\s{64}")
 _SPACES = re.compile(r"\s*")
-_ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "ERR!", "panic")
+_ERROR_HINTS = ("Error", "error", "Exception", "FAILED", "fatal:", "panic")
 MAX_ERROR_CHARS = 300
 ERRORS_PER_RESULT = 5
 
@@ -223,12 +222,20 @@ def test_summary(output: str) -> str | None:
 # A line that names what failed and not why, the reason being another error
 # line: pytest's summary of a failed test without its reason, or with the
 # reason cut ("FAILED t.py::test_x - ..."), Node's wrapper around a child
-# process that failed ("Error: Command failed: tsc --build"), npm's report of a
-# script that failed ("npm ERR! code ELIFECYCLE", "npm ERR! A complete log of
-# this run ...") and cargo's last word on a build ("error: could not compile
-# `app` ... due to 2 previous errors").
+# process that failed ("Error: Command failed: tsc --build") and cargo's last
+# word on a build ("error: could not compile `app` ... due to 2 previous errors").
 _NAMES_ONLY = re.compile(
-    r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+|npm ERR!.*|error: could not compile .+"
+    r"FAILED \S+(?: - \.\.\.)?|Error: Command failed: .+|error: could not compile .+"
+)
+# npm's report of a script that failed ("npm error ..." since npm 7, "npm
+# ERR! ..." before) is no error line: the script's own errors are printed
+# above it. Most of its lines only place the failure (the exit code, the
+# package, its folder, the log); an output cut down to the report is
+# remembered by its first line that says what failed ("npm error Lifecycle
+# script `check` failed with error:", "npm error command failed").
+_NPM_PLACE = re.compile(
+    r"npm (?:ERR!|error)(?:$|\s{2,}|\s(?:code|errno|path|workspace|location|syscall|signal"
+    r"|Exit status|A complete log|This is probably|Did you mean|Run `npm))"
 )
 
 
@@ -277,10 +284,14 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     if found:
         return found
     if result_failed(output, flagged=flagged):
-        for line in unwrap(output, parse_json(output)).splitlines():
-            line = line.strip()
-            if line and not set(line) <= set("=-_*# "):
-                return [line[:MAX_ERROR_CHARS]]
+        lines = [
+            line
+            for line in map(str.strip, unwrap(output, parse_json(output)).splitlines())
+            if line and not set(line) <= set("=-_*# ")
+        ]
+        telling = next((line for line in lines if not _NPM_PLACE.match(line)), None)
+        if lines:
+            return [(telling or lines[0])[:MAX_ERROR_CHARS]]
     return []
 
 

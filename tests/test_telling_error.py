@@ -5,8 +5,11 @@ not. Outputs are real where a bundled transcript holds one."""
 
 from __future__ import annotations
 
+import pytest
+
 from ctxpack.standin import quoted_error
 from ctxpack.summarize.offline.actions import make_action
+from ctxpack.tooloutput import error_lines
 from ctxpack.toolpairs import ToolUse
 from tests.test_oneliners import CLAUDE_STREAM, Result, _claude_results, _find, _line
 
@@ -69,6 +72,55 @@ def test_a_failed_npm_script_is_remembered_by_its_error_not_npm_s_report() -> No
     )
     quoted, outcome = _remembered_by(("Bash", '{"command": "npm test"}', output, True))
     assert quoted == why and outcome == f"exit 1, {why}"
+
+
+# npm 7 and later, the whole report of a failed script.
+_NPM_REPORT = (
+    "npm error Lifecycle script `check` failed with error:\n"
+    "npm error code 2\n"
+    "npm error path /repo/packages/coding-agent\n"
+    "npm error workspace @acme/coding-agent@0.7.29\n"
+    "npm error location /repo/packages/coding-agent\n"
+    "npm error command failed\n"
+    "npm error command sh -c tsgo --noEmit\n"
+)
+# npm 6.
+_NPM_ERR_REPORT = (
+    "npm ERR! code ELIFECYCLE\n"
+    "npm ERR! errno 2\n"
+    "npm ERR! app@1.0.0 check: `tsc --noEmit`\n"
+    "npm ERR! Exit status 2\n"
+    "npm ERR! \n"
+    "npm ERR! Failed at the app@1.0.0 check script.\n"
+    "npm ERR! This is probably not a problem with npm.\n\n"
+    "npm ERR! A complete log of this run can be found in:\n"
+    "npm ERR!     /root/.npm/_logs/2024-01-01T00_00_00_000Z-debug.log"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "how", "why"),
+    [
+        (_NPM_REPORT, "failed", "npm error Lifecycle script `check` failed with error:"),
+        # Cut by `| tail -4`, as the real pi session ran it.
+        (
+            "".join(_NPM_REPORT.splitlines(keepends=True)[-4:]),
+            "failed",
+            "npm error command failed",
+        ),
+        # npm 6 says the exit status.
+        (_NPM_ERR_REPORT, "exit 2", "npm ERR! app@1.0.0 check: `tsc --noEmit`"),
+    ],
+)
+def test_an_output_cut_to_npm_s_report_is_remembered_by_what_failed(
+    output: str, how: str, why: str
+) -> None:
+    """npm's report places the failure (exit code, package, folder, log) after
+    the script's own errors; cut down to the report, a run is remembered by
+    the line that says what failed, not by the first line of the place."""
+    assert error_lines(output) == [why]
+    quoted, outcome = _remembered_by(("bash", '{"command": "npm run check"}', output, False))
+    assert quoted == why and outcome == f"{how}, {why}"
 
 
 def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:
