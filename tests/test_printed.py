@@ -90,6 +90,12 @@ PYTEST_OK = "tests/test_a.py ..\n\n===== 2 passed in 0.10s =====\n"
             " ".join(map(str, range(1, 41))),
             'ok, printed "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23…"',
         ),
+        # rg searches as grep does: what it found is what it came to.
+        (
+            "rg --files src -g '*.toml'",
+            "src/app/Cargo.toml\nsrc/Anchor.toml\nsrc/Cargo.toml\n",
+            'ok, printed "src/app/Cargo.toml src/Anchor.toml src/Cargo.toml"',
+        ),
         ("grep -n x a.py", "(no output)\n\nCommand exited with code 1", "exit 1, nothing printed"),
         ("mkdir -p out", "", "ok"),
         # A file read says so in its files; its text is not what it came to.

@@ -47,7 +47,7 @@ VERBS = {
     "call": "Called",
 }
 # Commands whose path arguments are only looked at.
-_READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed", "rg"})
+_READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
