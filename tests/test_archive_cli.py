@@ -127,6 +127,20 @@ def test_log_json_and_table(archived: tuple[Path, Path, str]) -> None:
     assert ref_for(middle) in row.split()[5:]
 
 
+def test_log_lists_each_ref_once(tmp_path: Path) -> None:
+    """The pi session's tool ran the same command to the same output eight
+    times: its archive cites that blob from each place, its log lists it once."""
+    db, session = tmp_path / "archive.db", FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", str(session), "-o", str(out), "--archive", str(db)]
+    assert runner.invoke(app, args).exit_code == 0
+    (entry,) = json.loads(runner.invoke(app, ["log", "--json", "--archive", str(db)]).stdout)
+    cited = [entry["input_ref"], *entry["blob_refs"]]
+    assert len(set(cited)) < len(cited)
+    _, row = runner.invoke(app, ["log", "--archive", str(db)]).stdout.splitlines()
+    assert row.split()[5:] == list(dict.fromkeys(cited))
+
+
 def test_log_of_an_absent_archive_is_empty(tmp_path: Path) -> None:
     result = runner.invoke(app, ["log", "--json", "--archive", str(tmp_path / "none.db")])
     assert result.exit_code == 0 and json.loads(result.stdout) == []

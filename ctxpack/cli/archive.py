@@ -166,8 +166,14 @@ def _log_row(entry: Compaction) -> list[str]:
         "-" if entry.tokens_before is None else str(entry.tokens_before),
         "-" if entry.tokens_after is None else str(entry.tokens_after),
         entry.source_path,
-        " ".join([entry.input_ref, *entry.blob_refs]),
+        " ".join(_refs(entry)),
     ]
+
+
+def _refs(entry: Compaction) -> list[str]:
+    """The input's ref, then the ref of each blob once: a command's output each
+    time it ran is one blob."""
+    return list(dict.fromkeys([entry.input_ref, *entry.blob_refs]))
 
 
 def _log_table(entries: list[Compaction]) -> Table:
@@ -188,8 +194,9 @@ def _log_table(entries: list[Compaction]) -> Table:
     for entry in entries:
         before, after = entry.tokens_before, entry.tokens_after
         tokens = f"{before:,}\n→ {after:,}" if before is not None and after is not None else "-"
-        refs = [f"[bold]{entry.input_ref}[/]", *entry.blob_refs[:MAX_REFS_SHOWN]]
-        hidden = len(entry.blob_refs) - MAX_REFS_SHOWN
+        source, *blobs = _refs(entry)
+        refs = [f"[bold]{source}[/]", *blobs[:MAX_REFS_SHOWN]]
+        hidden = len(blobs) - MAX_REFS_SHOWN
         if hidden > 0:
             refs.append(f"… {hidden} more")
         table.add_row(
