@@ -79,6 +79,26 @@ def test_restore_expand_keeps_the_appended_lines(
     assert f"plus {len(added)} appended byte(s)" in said(result)
 
 
+def test_a_file_compacted_twice_restores_a_round_at_a_time(tmp_path: Path) -> None:
+    """The second round's archive holds the first round's output: restoring
+    gives that, says so, and restoring again gives the original."""
+    db, session = tmp_path / "archive.db", FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for source, out in ((session, first), (first, second)):
+        args = ["compress", "--offline", "--force", str(source), "-o", str(out)]
+        assert runner.invoke(app, [*args, "--archive", str(db)]).exit_code == 0
+    back = tmp_path / "back.jsonl"
+    once = runner.invoke(app, ["restore", str(second), "-o", str(back), "--archive", str(db)])
+    assert once.exit_code == 0 and back.read_bytes() == first.read_bytes()
+    assert "is itself compacted (compaction" in said(once)
+    assert f"of {session}): restore it too" in said(once)
+    again = runner.invoke(
+        app, ["restore", str(back), "-o", str(tmp_path / "orig.jsonl"), "--archive", str(db)]
+    )
+    assert again.exit_code == 0 and "itself compacted" not in said(again)
+    assert (tmp_path / "orig.jsonl").read_bytes() == session.read_bytes()
+
+
 def test_restore_of_an_unknown_file(archived: tuple[Path, Path, str], tmp_path: Path) -> None:
     db, _, _ = archived
     other = tmp_path / "other.jsonl"

@@ -66,11 +66,18 @@ def restore(
     with Archive.open(archive, create=False) as store:
         found = store.find_prefix(data) if expand else store.find_by_output(data)
         original = store.expand(data) if expand else store.restore(data)
+        # A file compacted twice restores to the first round's output.
+        earlier = store.find_by_output(original)
     target = _write(original, source=path, output=output)
     what = f"compaction {found.id} of {found.source_path}" if found else "the archive"
     extra = len(data) - found.output_size if found and expand else 0
     grown = f" plus {extra:,} appended byte(s)" if extra else ""
     note(f"restored {len(original):,} bytes from {what}{grown} -> {target}")
+    if earlier is not None:
+        note(
+            f"what was restored is itself compacted (compaction {earlier.id} of"
+            f" {earlier.source_path}): restore it too for the transcript before that"
+        )
 
 
 def _write(data: bytes, *, source: str, output: str | None) -> str:
