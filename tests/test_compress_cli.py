@@ -189,6 +189,38 @@ def test_batch_mirrors_the_tree_and_survives_a_corrupt_file(tmp_path: Path) -> N
     assert "batch" in result.stderr and f"{len(outputs)} file(s)" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "source", "name"),
+    [
+        (
+            ["compress", "--offline", "--force", "--no-archive"],
+            HAIKU,
+            "openagents__regex-log__haiku-testgen-v2.ctxpack.jsonl",
+        ),
+        (["prune", "--no-archive"], HAIKU, "openagents__regex-log__haiku-testgen-v2.ctxpack.jsonl"),
+        # A read-only format is written as OpenAI JSONL, and named so.
+        (
+            ["compress", "--offline", "--force", "--no-archive"],
+            FIXTURES / "swe-agent" / "SWE-agent__demonstrations__function_calling_simple.traj",
+            "SWE-agent__demonstrations__function_calling_simple.ctxpack.jsonl",
+        ),
+        (
+            ["convert", "--to", "openai"],
+            HAIKU,
+            "openagents__regex-log__haiku-testgen-v2.ctxpack.jsonl",
+        ),
+    ],
+)
+def test_one_file_into_a_directory_takes_the_name_ctxpack_gives_it(
+    command: list[str], source: Path, name: str, tmp_path: Path
+) -> None:
+    """`-o DIR` for one file writes into DIR, as cp does, under the name the
+    output would have beside the input: `-o .` beside the input is no clash."""
+    result = runner.invoke(app, [*command, str(source), "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
 def test_fail_fast_stops_the_batch(tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()

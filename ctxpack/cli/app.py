@@ -110,8 +110,9 @@ OutputOpt = Annotated[
     typer.Option(
         "-o",
         "--output",
-        help="Write the transcript here (atomically). Default: stdout when piped, "
-        "else <stem>.ctxpack<suffix> beside the input.",
+        help="Write the transcript here (atomically); a directory: into it as"
+        " <stem>.ctxpack<suffix>. Default: stdout when piped, else beside the input"
+        " under that name.",
     ),
 ]
 

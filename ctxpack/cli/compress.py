@@ -74,7 +74,12 @@ def compress(
     ],
     output: Annotated[
         str | None,
-        typer.Option("-o", "--output", help="Output file (one input) or directory (a batch)."),
+        typer.Option(
+            "-o",
+            "--output",
+            help="Output file; a directory: a batch mirrors its tree there, one file"
+            " goes into it as <stem>.ctxpack<suffix>.",
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Compact even under the threshold.")

@@ -223,7 +223,8 @@ def single_job(
 ) -> FileJob:
     """The job of a command on one file, written where `-o` says or where ctxpack names it."""
     target = output_target(source, output)
-    return file_job(ctx, resolved, source=source, output=target, named=output is None, write=write)
+    named = output is None or target != output
+    return file_job(ctx, resolved, source=source, output=target, named=named, write=write)
 
 
 def file_job(
@@ -306,10 +307,13 @@ def compress_settings(
 
 
 def output_target(source: str, output: str | None) -> str | None:
-    """Where one transcript goes: -o FILE; else, when stdout is a terminal, beside
-    the input (stdin.ctxpack.jsonl for stdin); else stdout (None)."""
+    """Where one transcript goes: -o FILE; into -o DIR (a directory there) under
+    the name ctxpack gives it beside the input; else, when stdout is a terminal,
+    beside the input (stdin.ctxpack.jsonl for stdin); else stdout (None)."""
     import sys
 
+    if output is not None and output != files.STDIO and Path(output).is_dir():
+        return str(Path(output) / Path(files.sibling_output(source)).name)
     if output is not None:
         return None if output == files.STDIO else output
     if sys.stdout.isatty():
