@@ -135,6 +135,8 @@ def _compact(
         record_prune(report, pruned)
         if pruned.applied and pruned.rows:
             report.status = Status.PRUNED
+        # The report tells the plan's rows: the summary takes their memory.
+        del plan, pruned
         if settings.prune == "prune-only" and counter.messages(current) < threshold:
             report.notes.append("pruning alone brought it under the threshold (--prune-only)")
             report.after = tally(current, counter=counter)
