@@ -237,6 +237,10 @@ _NPM_PLACE = re.compile(
     r"npm (?:ERR!|error)(?:$|\s{2,}|\s(?:code|errno|path|workspace|location|syscall|signal"
     r"|Exit status|A complete log|This is probably|Did you mean|Run `npm))"
 )
+# How an agent says it stopped a command: pi's last line ("Command aborted",
+# "Command timed out after 30 seconds"), Codex's "aborted by user after 33.4s".
+# A stopped command printed what it had got to; the stop is why it failed.
+_STOPPED = re.compile(r"Command (?:aborted|timed out\b.*)|aborted by user\b.*")
 
 
 def telling_error(output: str, *, flagged: bool = False) -> str | None:
@@ -290,6 +294,8 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
             if line and not set(line) <= set("=-_*# ")
         ]
         telling = next((line for line in lines if not _NPM_PLACE.match(line)), None)
+        if lines and _STOPPED.fullmatch(lines[-1]):
+            telling = lines[-1]
         if lines:
             return [(telling or lines[0])[:MAX_ERROR_CHARS]]
     return []

@@ -123,6 +123,32 @@ def test_an_output_cut_to_npm_s_report_is_remembered_by_what_failed(
     assert quoted == why and outcome == f"{how}, {why}"
 
 
+@pytest.mark.parametrize(
+    ("output", "why"),
+    [
+        # The large pi session's test run, stopped while Node waited for a debugger.
+        (
+            "Debugger attached.\n\n> @mariozechner/pi-tui@0.7.29 test\n"
+            "> node --test --import tsx test/*.test.ts truncated-text.test.ts\n\n"
+            "Error in the js-debug bootloader, please report to https://aka.ms/js-dbg-issue:"
+            " This Environment was initialized without a V8::Inspector\n"
+            "Debugger attached.\n\n\nCommand aborted",
+            "Command aborted",
+        ),
+        (
+            "Compiling...\n\nCommand timed out after 30 seconds",
+            "Command timed out after 30 seconds",
+        ),
+        ("aborted by user after 33.4s", "aborted by user after 33.4s"),
+    ],
+)
+def test_a_stopped_command_is_remembered_by_its_stop(output: str, why: str) -> None:
+    """What a command printed before it was stopped is where it had got to;
+    that it was stopped is why it failed."""
+    quoted, outcome = _remembered_by(("bash", '{"command": "npm test"}', output, True))
+    assert quoted == why and outcome == f"failed, {why}"
+
+
 def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:
     """A type check's errors one per line: the first is where the fixing
     starts, the ones after it often its consequences."""
