@@ -2,9 +2,10 @@
 
 A stand-in opens with PRUNED_PREFIX, names the call, and says how the output
 ended right after the label's arrow: "→ exit 3", "→ exit 1, nothing printed",
-"→ still running (session 7)", "→ error". Every stage after pruning reads a
-stand-in here, and so learns what it would have learnt from the output
-itself; the output's telling error line is the quote `quoted_error` finds.
+"→ still running (session 7)", "→ error", "→ aborted" (the user stopped it).
+Every stage after pruning reads a stand-in here, and so learns what it would
+have learnt from the output itself; the output's telling error line is the
+quote `quoted_error` finds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _QUIET = ", " + QUIET
 _ENDING = re.compile(
     r" → (?:exit (?P<code>-?\d+)(?P<quiet>" + re.escape(_QUIET) + r")?"
     r"|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
-    r"|(?P<error>error))(?=[;,]|$)"
+    r"|(?P<error>error)|(?P<aborted>aborted))(?=[;,]|$)"
 )
 
 
@@ -31,16 +32,19 @@ class Ending(NamedTuple):
     running: bool
     session: str | None
     error: bool
+    aborted: bool  # the user stopped it: an error with nothing to fix
 
 
-def ending(*, exit_code: int | None, running: str, error: bool) -> str:
+def ending(*, exit_code: int | None, running: str, error: bool, aborted: bool = False) -> str:
     """How an output ended, in a stand-in's words: the exit code, still
-    running, or an error; "" when it says none of these."""
+    running, aborted, or an error; "" when it says none of these."""
     if exit_code is not None:
         # Only an answer (exit 1, nothing printed) exits non-zero and did not fail.
         return f"exit {exit_code}" + (_QUIET if exit_code and not error else "")
     if running:
         return running
+    if aborted:
+        return "aborted"
     return "error" if error else ""
 
 
@@ -58,7 +62,7 @@ def is_pruned(text: str) -> bool:
     return text.lstrip().startswith(PRUNED_PREFIX)
 
 
-_SAID_NONE = Ending(code=None, quiet=False, running=False, session=None, error=False)
+_SAID_NONE = Ending(code=None, quiet=False, running=False, session=None, error=False, aborted=False)
 
 
 def ending_said(text: str) -> Ending | None:
@@ -75,7 +79,8 @@ def ending_said(text: str) -> Ending | None:
         quiet=bool(found["quiet"]),
         running=bool(found["running"]),
         session=found["session"],
-        error=bool(found["error"]),
+        error=bool(found["error"] or found["aborted"]),
+        aborted=bool(found["aborted"]),
     )
 
 

@@ -79,6 +79,7 @@ class OutputFacts:
     exit_code: int | None = None
     running: str = ""  # e.g. "still running (session 3587)"
     error: bool = False
+    aborted: bool = False  # failed because the user stopped it
     json_value: Any = None  # the parsed output, when it is JSON
 
 
@@ -91,13 +92,15 @@ def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
     if code is None and still_running(output):
         session = running_session(output)
         running = f"still running (session {session})" if session else "still running"
+    error = _failed(output, code=code, value=value, flagged=flagged)
     return OutputFacts(
         chars=len(output),
         body=body,
         lines=count_lines(body),
         exit_code=code,
         running=running,
-        error=_failed(output, code=code, value=value, flagged=flagged),
+        error=error,
+        aborted=error and aborted(output),
         json_value=value,
     )
 
@@ -237,10 +240,12 @@ _NPM_PLACE = re.compile(
     r"npm (?:ERR!|error)(?:$|\s{2,}|\s(?:code|errno|path|workspace|location|syscall|signal"
     r"|Exit status|A complete log|This is probably|Did you mean|Run `npm))"
 )
-# How an agent says it stopped a command: pi's last line ("Command aborted",
-# "Command timed out after 30 seconds"), Codex's "aborted by user after 33.4s".
-# A stopped command printed what it had got to; the stop is why it failed.
-_STOPPED = re.compile(r"Command (?:aborted|timed out\b.*)|aborted by user\b.*")
+# How an agent says it stopped a command, on the output's last line: pi's
+# "Command aborted" and "Command timed out after 30 seconds", Codex's "aborted
+# by user after 33.4s". A stopped command printed what it had got to. Timed
+# out, the stop is why it failed; aborted, the user stopped it: no error.
+_ABORTED = re.compile(r"Command aborted|aborted by user\b.*")
+_TIMED_OUT = re.compile(r"Command timed out\b.*")
 
 
 def telling_error(output: str, *, flagged: bool = False) -> str | None:
@@ -268,6 +273,16 @@ def telling_error(output: str, *, flagged: bool = False) -> str | None:
     return chosen
 
 
+def aborted(output: str) -> bool:
+    """Whether the output ends with its agent's word that the user stopped the
+    command (a stand-in: says it was aborted)."""
+    said = ending_said(output)
+    if said is not None:
+        return said.aborted
+    tail = output.rstrip()
+    return _ABORTED.fullmatch(tail[tail.rfind("\n") + 1 :].strip()) is not None
+
+
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
     line contributes its first meaningful line. A stand-in has none of its
@@ -287,14 +302,14 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
                     break
     if found:
         return found
-    if result_failed(output, flagged=flagged):
+    if result_failed(output, flagged=flagged) and not aborted(output):
         lines = [
             line
             for line in map(str.strip, unwrap(output, parse_json(output)).splitlines())
             if line and not set(line) <= set("=-_*# ")
         ]
         telling = next((line for line in lines if not _NPM_PLACE.match(line)), None)
-        if lines and _STOPPED.fullmatch(lines[-1]):
+        if lines and _TIMED_OUT.fullmatch(lines[-1]):
             telling = lines[-1]
         if lines:
             return [(telling or lines[0])[:MAX_ERROR_CHARS]]

@@ -9,6 +9,7 @@ import pytest
 
 from ctxpack.standin import quoted_error
 from ctxpack.summarize.offline.actions import make_action
+from ctxpack.summarize.offline.sections import unresolved_failures
 from ctxpack.tooloutput import error_lines
 from ctxpack.toolpairs import ToolUse
 from tests.test_oneliners import CLAUDE_STREAM, Result, _claude_results, _find, _line
@@ -123,30 +124,40 @@ def test_an_output_cut_to_npm_s_report_is_remembered_by_what_failed(
     assert quoted == why and outcome == f"{how}, {why}"
 
 
-@pytest.mark.parametrize(
-    ("output", "why"),
-    [
-        # The large pi session's test run, stopped while Node waited for a debugger.
-        (
-            "Debugger attached.\n\n> @mariozechner/pi-tui@0.7.29 test\n"
-            "> node --test --import tsx test/*.test.ts truncated-text.test.ts\n\n"
-            "Error in the js-debug bootloader, please report to https://aka.ms/js-dbg-issue:"
-            " This Environment was initialized without a V8::Inspector\n"
-            "Debugger attached.\n\n\nCommand aborted",
-            "Command aborted",
-        ),
-        (
-            "Compiling...\n\nCommand timed out after 30 seconds",
-            "Command timed out after 30 seconds",
-        ),
-        ("aborted by user after 33.4s", "aborted by user after 33.4s"),
-    ],
+# The large pi session's test run, which the user stopped while Node waited for a debugger.
+_ABORTED_TEST_RUN = (
+    "Debugger attached.\n\n> @mariozechner/pi-tui@0.7.29 test\n"
+    "> node --test --import tsx test/*.test.ts truncated-text.test.ts\n\n"
+    "Error in the js-debug bootloader, please report to https://aka.ms/js-dbg-issue:"
+    " This Environment was initialized without a V8::Inspector\n"
+    "Debugger attached.\n\n\nCommand aborted"
 )
-def test_a_stopped_command_is_remembered_by_its_stop(output: str, why: str) -> None:
-    """What a command printed before it was stopped is where it had got to;
-    that it was stopped is why it failed."""
-    quoted, outcome = _remembered_by(("bash", '{"command": "npm test"}', output, True))
-    assert quoted == why and outcome == f"failed, {why}"
+
+
+def test_a_command_that_timed_out_is_remembered_by_the_time_out() -> None:
+    """What it printed before it was stopped is where it had got to; the
+    time-out is why it failed."""
+    output = "Compiling...\n\nCommand timed out after 30 seconds"
+    quoted, outcome = _remembered_by(("bash", '{"command": "make"}', output, True))
+    assert quoted == "Command timed out after 30 seconds"
+    assert outcome == "failed, Command timed out after 30 seconds"
+
+
+@pytest.mark.parametrize(
+    "output", [_ABORTED_TEST_RUN, "Command aborted", "aborted by user after 33.4s"]
+)
+def test_a_command_the_user_aborted_is_no_error_to_fix(output: str) -> None:
+    """The user stopped it: its action says so, pruned or not, quotes no
+    error, and the record does not list it as blocked."""
+    use = ToolUse(0, "c1", "bash", '{"command": "npm test"}')
+    stand_in = _line(("bash", use.arguments, output, True))
+    assert " → aborted; " in stand_in
+    for text in (output, stand_in):
+        reply = {"role": "tool", "content": text, "is_error": True}
+        done = make_action(use, [reply], seen=set())
+        assert done.failed and done.aborted and done.outcome == "aborted"
+        assert error_lines(text, flagged=True) == []
+        assert unresolved_failures([done]) == []
 
 
 def test_a_compiler_s_list_of_errors_is_remembered_by_its_first() -> None:

@@ -41,7 +41,9 @@ def one_liner(
     `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
     facts = outputs.analyze(output, flagged=is_error)
-    status = ending(exit_code=facts.exit_code, running=facts.running, error=facts.error)
+    status = ending(
+        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
+    )
     quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts, arguments=arguments)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"

@@ -16,6 +16,7 @@ from ctxpack.printed import json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import QUIET, is_pruned, quoted_error
 from ctxpack.tooloutput import (
+    aborted,
     exit_code,
     failed_with_code,
     result_flagged_error,
@@ -74,10 +75,17 @@ class Action:
     maybe_edit: bool = False
     # A result answers the call (a pending one may still be running).
     answered: bool = True
+    # Failed because the user stopped it: nothing to resolve.
+    aborted: bool = False
 
     def plain(self) -> tuple[Any, ...]:
         """The action as plain data (marshal carries it): Action(*plain)."""
         return tuple(getattr(self, name) for name in _FIELDS)
+
+    def take_outcome(self, other: Action) -> None:
+        """How `other` ended, as this action's: a repeat's or a poll's result."""
+        self.outcome, self.failed, self.aborted = other.outcome, other.failed, other.aborted
+        self.tests, self.exit = other.tests, other.exit
 
     def what(self) -> str:
         times = _TIMES.format(count=self.count) if self.count > 1 else ""
@@ -214,9 +222,10 @@ def make_action(
     running = bool(outputs) and code is None and still_running(out)
     tests = test_summary(out) if kind == "run" else None
     failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
+    stopped = failed and aborted(out)
     # A pruned output's stand-in quotes the original's telling error line.
-    error = quoted_error(out) if failed else None
-    if failed and error is None:
+    error = quoted_error(out) if failed and not stopped else None
+    if failed and not stopped and error is None:
         error = telling_error(out, flagged=flagged)
     pending = not outputs or running
     mark = _mark(kind, command, failed)
@@ -228,7 +237,7 @@ def make_action(
     elif code is not None:
         parts.append(f"exit {code}")
     elif not tests:
-        parts.append("failed" if failed else "ok")
+        parts.append("aborted" if stopped else "failed" if failed else "ok")
     if tests:
         parts.append(tests)
     if error:
@@ -262,6 +271,7 @@ def make_action(
         exit=code,
         maybe_edit=kind == "create" and not failed and "created" not in out.lower(),
         answered=bool(outputs),
+        aborted=stopped,
     )
     return action if seen is None else settle(action, seen=seen)
 

@@ -211,8 +211,8 @@ def _finish_session(
     for key, value in list(sessions.items()):
         if value[1] is action:
             del sessions[key]
-    action.pending, action.failed, action.outcome = False, update.failed, update.outcome
-    action.exit, action.tests = update.exit, update.tests
+    action.pending = False
+    action.take_outcome(update)
 
 
 def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
@@ -231,8 +231,8 @@ def _add_action(result: Scan, action: Action) -> Action:
     prev = result.actions[-1] if result.actions else None
     if prev and (prev.key, prev.tool, prev.pending) == (action.key, action.tool, action.pending):
         prev.count += 1
-        prev.outcome, prev.failed = action.outcome, action.failed
-        prev.tests, prev.exit, prev.index = action.tests, action.exit, action.index
+        prev.take_outcome(action)
+        prev.index = action.index
         return prev
     result.actions.append(action)
     return action

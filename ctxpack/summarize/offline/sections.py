@@ -35,7 +35,7 @@ PROGRESS_RE = re.compile(
 
 def progress_line(recorded: int, failed: int) -> str:
     """The start of the snapshot's progress line: how many tool actions the
-    record holds, and how many of them failed."""
+    record holds, and how many of them failed (not those the user stopped)."""
     words = "tool action was" if recorded == 1 else "tool actions were"
     return f"- {recorded} {words} recorded ({failed} failed)"
 
@@ -155,7 +155,7 @@ def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action
         ask = quote(scan.asks[-1].text)
         items.append(Item(f"- {when(date)}, the latest user request in these turns was: {ask}"))
     if done:
-        failed = sum(1 for a in done if a.failed)
+        failed = sum(1 for a in done if a.failed and not a.aborted)
         last = done[-1].line()
         items.append(Item(f"{progress_line(len(done), failed)}; the last: {last}"))
     if focus and focus.strip():
@@ -259,7 +259,7 @@ def _active(scan: Scan, done: list[Action]) -> list[Item]:
 def _status(action: Action) -> str:
     if action.exit is not None:
         return f"exit {action.exit}"
-    return "failed" if action.failed else "ok"
+    return "aborted" if action.aborted else "failed" if action.failed else "ok"
 
 
 def _in_progress(scan: Scan) -> list[Item]:
@@ -278,13 +278,16 @@ def _in_progress(scan: Scan) -> list[Item]:
 
 def unresolved_failures(done: list[Action], later_ok: Collection[str] = ()) -> list[Action]:
     """Failed actions with no later success on the same target or command,
-    in these turns or (`later_ok`: keys and heads) in the turns kept after them."""
+    in these turns or (`later_ok`: keys and heads) in the turns kept after them;
+    none the user stopped."""
     out: list[Action] = []
     # What the later actions did, gathered walking back from the end.
     ok_keys: set[str] = set(later_ok)
     ok_heads: set[str] = set(later_ok)
     failed_heads: set[str] = set()
     for action in reversed(done):
+        if action.aborted:
+            continue
         if not action.failed:
             ok_keys.add(action.key)
             ok_heads.add(action.head)
