@@ -8,7 +8,7 @@ the tool wrote it or of the stand-in pruning left in its place (read by
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,8 +285,10 @@ def aborted(output: str) -> bool:
 
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
-    line contributes its first meaningful line. A stand-in has none of its
-    own: the line it quotes is `quoted_error`'s."""
+    line contributes one: its time-out when its agent stopped it so, else its
+    first meaningful line that is not npm placing the failure (none when the
+    user aborted it). A stand-in has none of its own: the line it quotes is
+    `quoted_error`'s."""
     if is_pruned(output):
         return []
     found: list[str] = []
@@ -303,17 +305,23 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     if found:
         return found
     if result_failed(output, flagged=flagged) and not aborted(output):
-        lines = [
-            line
-            for line in map(str.strip, unwrap(output, parse_json(output)).splitlines())
-            if line and not set(line) <= set("=-_*# ")
-        ]
-        telling = next((line for line in lines if not _NPM_PLACE.match(line)), None)
-        if lines and _TIMED_OUT.fullmatch(lines[-1]):
-            telling = lines[-1]
-        if lines:
-            return [(telling or lines[0])[:MAX_ERROR_CHARS]]
+        lines = unwrap(output, parse_json(output)).splitlines()
+        last = next(_meaningful(reversed(lines)), None)
+        if last is None:
+            return []
+        if _TIMED_OUT.fullmatch(last):
+            return [last[:MAX_ERROR_CHARS]]
+        telling = next((line for line in _meaningful(lines) if not _NPM_PLACE.match(line)), None)
+        return [(telling or next(_meaningful(lines)))[:MAX_ERROR_CHARS]]
     return []
+
+
+def _meaningful(lines: Iterable[str]) -> Iterator[str]:
+    """The lines that say something (no rule of dashes or stars), stripped."""
+    for line in lines:
+        line = line.strip()
+        if line and not set(line) <= set("=-_*# "):
+            yield line
 
 
 def _error_groups(output: str) -> Iterator[str]:
