@@ -14,6 +14,37 @@ from ctxpack.tooloutput import error_lines
 from ctxpack.toolpairs import ToolUse
 from tests.test_oneliners import CLAUDE_STREAM, Result, _claude_results, _find, _line
 
+# npm 7 and later, the whole report of a failed script.
+_NPM_REPORT = (
+    "npm error Lifecycle script `check` failed with error:\n"
+    "npm error code 2\n"
+    "npm error path /repo/packages/coding-agent\n"
+    "npm error workspace @acme/coding-agent@0.7.29\n"
+    "npm error location /repo/packages/coding-agent\n"
+    "npm error command failed\n"
+    "npm error command sh -c tsgo --noEmit\n"
+)
+# npm 6.
+_NPM_ERR_REPORT = (
+    "npm ERR! code ELIFECYCLE\n"
+    "npm ERR! errno 2\n"
+    "npm ERR! app@1.0.0 check: `tsc --noEmit`\n"
+    "npm ERR! Exit status 2\n"
+    "npm ERR! \n"
+    "npm ERR! Failed at the app@1.0.0 check script.\n"
+    "npm ERR! This is probably not a problem with npm.\n\n"
+    "npm ERR! A complete log of this run can be found in:\n"
+    "npm ERR!     /root/.npm/_logs/2024-01-01T00_00_00_000Z-debug.log"
+)
+# The large pi session's test run, which the user stopped while Node waited for a debugger.
+_ABORTED_TEST_RUN = (
+    "Debugger attached.\n\n> @mariozechner/pi-tui@0.7.29 test\n"
+    "> node --test --import tsx test/*.test.ts truncated-text.test.ts\n\n"
+    "Error in the js-debug bootloader, please report to https://aka.ms/js-dbg-issue:"
+    " This Environment was initialized without a V8::Inspector\n"
+    "Debugger attached.\n\n\nCommand aborted"
+)
+
 
 def _remembered_by(result: Result) -> tuple[str | None, str]:
     """The error a failed run's stand-in quotes, and its action's outcome on
@@ -75,30 +106,6 @@ def test_a_failed_npm_script_is_remembered_by_its_error_not_npm_s_report() -> No
     assert quoted == why and outcome == f"exit 1, {why}"
 
 
-# npm 7 and later, the whole report of a failed script.
-_NPM_REPORT = (
-    "npm error Lifecycle script `check` failed with error:\n"
-    "npm error code 2\n"
-    "npm error path /repo/packages/coding-agent\n"
-    "npm error workspace @acme/coding-agent@0.7.29\n"
-    "npm error location /repo/packages/coding-agent\n"
-    "npm error command failed\n"
-    "npm error command sh -c tsgo --noEmit\n"
-)
-# npm 6.
-_NPM_ERR_REPORT = (
-    "npm ERR! code ELIFECYCLE\n"
-    "npm ERR! errno 2\n"
-    "npm ERR! app@1.0.0 check: `tsc --noEmit`\n"
-    "npm ERR! Exit status 2\n"
-    "npm ERR! \n"
-    "npm ERR! Failed at the app@1.0.0 check script.\n"
-    "npm ERR! This is probably not a problem with npm.\n\n"
-    "npm ERR! A complete log of this run can be found in:\n"
-    "npm ERR!     /root/.npm/_logs/2024-01-01T00_00_00_000Z-debug.log"
-)
-
-
 @pytest.mark.parametrize(
     ("output", "how", "why"),
     [
@@ -122,16 +129,6 @@ def test_an_output_cut_to_npm_s_report_is_remembered_by_what_failed(
     assert error_lines(output) == [why]
     quoted, outcome = _remembered_by(("bash", '{"command": "npm run check"}', output, False))
     assert quoted == why and outcome == f"{how}, {why}"
-
-
-# The large pi session's test run, which the user stopped while Node waited for a debugger.
-_ABORTED_TEST_RUN = (
-    "Debugger attached.\n\n> @mariozechner/pi-tui@0.7.29 test\n"
-    "> node --test --import tsx test/*.test.ts truncated-text.test.ts\n\n"
-    "Error in the js-debug bootloader, please report to https://aka.ms/js-dbg-issue:"
-    " This Environment was initialized without a V8::Inspector\n"
-    "Debugger attached.\n\n\nCommand aborted"
-)
 
 
 def test_a_command_that_timed_out_is_remembered_by_the_time_out() -> None:
