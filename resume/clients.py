@@ -95,7 +95,8 @@ class Client:
     name: str
     api: str  # "anthropic" or "responses": which stub endpoint it calls
     parse: Callable[[dict[str, Any]], list[Item]]
-    # stderr lines that come from talking to a stub, not from reading the session
+    # stderr lines that come from talking to a stub or from where the check
+    # runs, not from reading the session
     noise: tuple[str, ...]
 
     def session_id(self, session: Path) -> str:
@@ -210,6 +211,10 @@ CLIENTS = {
             "ERROR codex_api::endpoint::responses_websocket: failed to connect",
             # The stub serves no model catalog.
             "Defaulting to fallback metadata",
+            # A checkout under the system's temporary folder (a fresh clone
+            # made with mktemp -d) puts the run's HOME there, where Codex
+            # makes no helper binaries: a word on the folder, not the session.
+            "could not create PATH aliases",
         ),
     ),
     "pi": Client("pi", "anthropic", anthropic_items, ()),
