@@ -55,6 +55,42 @@ def quote(kind: str, line: str) -> str:
 
 
 _ERROR_INTRO = quote("error", "")[:-1]
+# Quoted spans, paired from the left (an apostrophe inside a word, as in
+# "can't", opens and closes none; a line cut short may end inside one); one
+# longer than _QUOTE_KEEPS and a few (a type's spelling, a value's repr) may
+# be cut short.
+_QUOTED_SPAN = re.compile(r"(?<!\w)(?:'[^']*(?:'(?!\w)|$)|\"[^\"]*(?:\"(?!\w)|$))")
+_QUOTE_KEEPS = 10
+
+
+def shortened(line: str, limit: int) -> str:
+    """`line` whitespace-collapsed and, longer than `limit`, cut to it: first
+    its longest quoted spans, each to its first few characters, then its end.
+    A compiler's error line keeps its place, its code and what is wrong, with
+    the types it spells out in between cut short ("Property 'activeTeam' does
+    not exist on type 'InferMerge…'."); an exception's keeps its message."""
+    flat = " ".join(line.split())
+    if len(flat) <= limit:
+        return flat
+    spans = [
+        found.span()
+        for found in _QUOTED_SPAN.finditer(flat)
+        if found.end() - found.start() > _QUOTE_KEEPS + 6
+    ]
+    size, cut = len(flat), set()
+    for start, end in sorted(spans, key=lambda span: span[0] - span[1]):
+        if size <= limit:
+            break
+        cut.add(start)
+        size -= end - start - (_QUOTE_KEEPS + 3)
+    parts, at = [], 0
+    for start, end in spans:
+        if start in cut:
+            closed = flat[end - 1] if end - start > 1 and flat[end - 1] == flat[start] else ""
+            parts += [flat[at : start + 1 + _QUOTE_KEEPS], "…", closed]
+            at = end
+    flat = "".join([*parts, flat[at:]])
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def is_pruned(text: str) -> bool:

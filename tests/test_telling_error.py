@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxpack.standin import quoted_error
+from ctxpack.standin import quoted_error, shortened
 from ctxpack.summarize.offline.actions import make_action
 from ctxpack.summarize.offline.sections import unresolved_failures
 from ctxpack.tooloutput import error_lines
@@ -188,3 +188,53 @@ def test_a_python_error_raised_while_handling_another_is_remembered_by_the_last(
     quoted, outcome = _remembered_by(("Bash", '{"command": "python a.py"}', output, True))
     assert quoted == "ValueError: no name given"
     assert outcome == "failed, ValueError: no name given"
+
+
+_TS2339 = (
+    "src/config/config.ts:897:35 - error TS2339: Property 'activeTeam' does not exist on type"
+    ' \'InferMergedSettings<{ readonly general: { readonly type: "object"; readonly label:'
+    ' "General"; }; }>\'.'
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "limit", "quoted"),
+    [
+        # The Gemini session's failed builds: what is wrong stays, the types are cut.
+        (_TS2339, 120, _TS2339[: _TS2339.index("'Infer") + 11] + "…'."),
+        (
+            "src/ui/components/TeamCreatorWizard.tsx:724:46 - error TS2322: Type '{ children:"
+            " (string | Element)[]; color: string; marginLeft: number; }' is not assignable to"
+            " type 'IntrinsicAttributes & TextProps'.",
+            160,
+            "src/ui/components/TeamCreatorWizard.tsx:724:46 - error TS2322: Type '{ children…'"
+            " is not assignable to type 'IntrinsicAttributes & TextProps'.",
+        ),
+        # An error line cut at 300 characters may end inside the type.
+        (_TS2339[:150], 120, _TS2339[: _TS2339.index("'Infer") + 11] + "…"),
+        # An apostrophe inside a word opens no quote.
+        (
+            "Error: can't find module 'foo/bar/baz/qux/quux/corge/grault/garply/waldo/fred/plugh'"
+            " because it's not installed in this project at all, so check package.json",
+            120,
+            "Error: can't find module 'foo/bar/ba…' because it's not installed in this project"
+            " at all, so check package.json",
+        ),
+        ("error: short enough", 120, "error: short enough"),
+        ("E" * 130, 120, "E" * 119 + "…"),
+    ],
+)
+def test_a_long_error_line_is_quoted_with_its_types_cut_short(
+    line: str, limit: int, quoted: str
+) -> None:
+    assert shortened(line, limit) == quoted
+    assert len(quoted) <= limit
+
+
+def test_a_stand_in_and_the_record_quote_a_long_error_alike() -> None:
+    output = f"> build\n\n{_TS2339}\n\nError: Command failed: tsc --build\nExit Code: 1"
+    quoted, outcome = _remembered_by(
+        ("run_shell_command", '{"command": "npm run build"}', output, False)
+    )
+    assert quoted == shortened(_TS2339, 160)
+    assert outcome == f"exit 1, {shortened(_TS2339, 120)}"

@@ -277,13 +277,14 @@ def test_the_record_of_the_real_gemini_session_says_which_commands_failed(
     tmp_path: Path,
 ) -> None:
     """Its first build-and-commit failed to compile (exit 1): the record quotes
-    tsc's error, not Node's "Error: Command failed: tsc --build" under it. The
-    user denied the second. Both outputs are pruned before the summary reads them."""
+    tsc's error, not Node's "Error: Command failed: tsc --build" under it, with
+    the type it spells out cut short. The user denied the second. Both outputs
+    are pruned before the summary reads them."""
     record = cli_record(GEMINI, tmp_path)
     commits = [line for line in record["Completed Actions"] if "git commit" in line]
     assert [line.split(" — ")[1] for line in commits] == [
         "exit 1, src/config/config.ts:897:35 - error TS2339: Property 'activeTeam' does not"
-        " exist on type 'InferMergedSettings<{ readonl… [tool: run_shell_command]",
+        " exist on type 'InferMerge… [tool: run_shell_command]",
         "failed, [Operation Cancelled] Reason: User denied execution. [tool: run_shell_command]",
     ]
     assert "18 tool actions were recorded (2 failed)" in "\n".join(

@@ -17,12 +17,12 @@ from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
 from ctxpack.printed import json_shape, open_file
 from ctxpack.prune import shown
-from ctxpack.standin import PRUNED_PREFIX, ending, quote
+from ctxpack.standin import PRUNED_PREFIX, ending, quote, shortened
 from ctxpack.toolpairs import parse_arguments
 from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
 
-# The quoted error line is clipped to this; ids are added, up to MAX_IDS of
-# them, only to a stand-in no longer than SHORT_CHARS.
+# The quoted error line is cut to this (standin.shortened); ids are added,
+# up to MAX_IDS of them, only to a stand-in no longer than SHORT_CHARS.
 ERROR_CHARS = 160
 MAX_IDS = 3
 SHORT_CHARS = 240
@@ -110,7 +110,7 @@ def _quotes(
     telling = outputs.telling_error(output, flagged=flagged) if facts.error else None
     if telling is None or _json_error(facts):
         return [shown_line] if shown_line[1] else []
-    error = ("error", _clipped(telling))
+    error = ("error", shortened(telling, ERROR_CHARS))
     # A failed test run's counts say how far the work got; the error says why.
     tests = outputs.test_summary(facts.body)
     if call.family is Family.COMMAND and tests and tests in shown_line[1]:
@@ -140,8 +140,3 @@ def _json_error(facts: outputs.OutputFacts) -> str:
     value = facts.json_value
     error = value.get("error") if isinstance(value, dict) else None
     return error if isinstance(error, str) else ""
-
-
-def _clipped(line: str) -> str:
-    flat = " ".join(line.split())
-    return flat if len(flat) <= ERROR_CHARS else flat[: ERROR_CHARS - 1] + "…"

@@ -14,7 +14,7 @@ from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
 from ctxpack.printed import json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
-from ctxpack.standin import QUIET, is_pruned, quoted_error
+from ctxpack.standin import QUIET, is_pruned, quoted_error, shortened
 from ctxpack.tooloutput import (
     aborted,
     exit_code,
@@ -52,6 +52,8 @@ _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", 
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
+# How much of the error line a failed run is remembered by (standin.shortened).
+ERROR_QUOTED = 120
 
 
 @dataclass
@@ -241,7 +243,7 @@ def make_action(
     if tests:
         parts.append(tests)
     if error:
-        parts.append(clip(error, 120))
+        parts.append(shortened(mask(error), ERROR_QUOTED))
     elif failed:
         pass
     elif kind == "call" and code is None and out.strip() and not is_pruned(out):
