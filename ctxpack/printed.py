@@ -4,7 +4,8 @@ footers of OpenHands and SWE-agent, the client's reminders, and a JSON
 object's output field. Counts and quoted lines describe the output itself,
 and "printed nothing" means the same for every agent (exit 1 with nothing
 printed is an answer, not a failure). A terminal's colour codes are no text.
-What a call returned as JSON is said in one line (json_shape), the same in a
+What a call returned as JSON is said in one line (json_shape), and how many
+things a search found by the count it reports (found_count), the same in a
 stand-in and in the record's action."""
 
 from __future__ import annotations
@@ -142,6 +143,22 @@ _DEBUGGER = re.compile(
 
 def _status_line(line: str) -> bool:
     return not line.strip() or bool(EXIT_STATUS.search(line)) or bool(_DEBUGGER.match(line))
+
+
+# How a search says how many it found: Claude Code's Grep "Found 3 files",
+# SWE-agent's 'Found 1 matches for "fields.py" in /testbed/src:'.
+_FOUND = re.compile(r"\bFound (\d+) (matches|match|files|file|results|result)\b")
+_FOUND_WITHIN = 300
+
+
+def found_count(text: str) -> tuple[int, str] | None:
+    """The count a search reports at its start, and what it counted, in the
+    singular: "file", "match" or "result"."""
+    found = _FOUND.search(text[:_FOUND_WITHIN])
+    if found is None:
+        return None
+    noun = found.group(2)
+    return int(found.group(1)), "match" if noun.startswith("match") else noun.rstrip("s")
 
 
 def open_file(output: str) -> str | None:

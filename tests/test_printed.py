@@ -142,14 +142,21 @@ SWE_FIND = (
             "Grep",
             {"pattern": "parse_date", "output_mode": "files_with_matches"},
             "Found 5 files\n" + "\n".join(f"src/dates/module_{i}.py" for i in range(5)),
-            'ok, returned 6 lines, the first "Found 5 files"',
+            'ok, found 5 files, the first "src/dates/module_0.py"',
         ),
-        # SWE-agent's footer is no part of the answer.
+        # SWE-agent's footer is no part of the answer; its count is in its words.
         (
             "find_file",
             {"file_name": "fields.py", "dir": "src"},
             SWE_FIND,
-            'ok, returned 2 lines, the first "Found 1 matches for "fields.py" in /testbed/src:"',
+            'ok, found 1 match: "/testbed/src/marshmallow/fields.py"',
+        ),
+        # A long answer with no count is told by its lines.
+        (
+            "Glob",
+            {"pattern": "src/**/*.py"},
+            "\n".join(f"src/dates/module_{i}.py" for i in range(5)),
+            'ok, returned 5 lines, the first "src/dates/module_0.py"',
         ),
         ("grep_search", {"pattern": "activeTeam"}, "", "ok"),
     ],

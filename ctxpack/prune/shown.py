@@ -12,12 +12,11 @@ import re
 from collections.abc import Iterator
 
 from ctxpack.facts.match import folded
-from ctxpack.printed import ANSI_CODE
+from ctxpack.printed import ANSI_CODE, found_count
 from ctxpack.tooloutput import OutputFacts
 
 _NUMBERED = re.compile(r"^\s*(\d+)(?:→|\t|\|)", re.MULTILINE)  # cat -n, Read, Hermes read_file
 _SWE_FILE = re.compile(r"^\[File: [^\n]*\((\d+) lines total\)\]", re.MULTILINE)
-_FOUND = re.compile(r"\bFound (\d+) (matches|match|files|file|results|result)\b")
 _NONE_FOUND = re.compile(r"^No (?:files|matches|results) found", re.IGNORECASE)
 _PAGINATION = re.compile(r"^\[Showing results with pagination[^\n]*\]$", re.MULTILINE)
 # Which line to quote: errors first when the result failed, else a summary.
@@ -128,8 +127,8 @@ def match_count(facts: OutputFacts) -> tuple[int, str] | None:
     body = facts.body
     if _NONE_FOUND.search(body.lstrip()[:80]):
         return 0, ""
-    found = _FOUND.search(body[:300])
+    found = found_count(body)
     if found:
-        noun = found.group(2)
-        return int(found.group(1)), "files" if noun.startswith("file") else ""
+        count, noun = found
+        return count, "files" if noun == "file" else ""
     return len(nonblank_lines(_PAGINATION.sub("", body))), "lines"

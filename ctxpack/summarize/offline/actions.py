@@ -12,7 +12,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
-from ctxpack.printed import json_shape, open_file, parse_json, printed
+from ctxpack.printed import found_count, json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import QUIET, is_pruned, quoted_error, shortened
 from ctxpack.tooloutput import (
@@ -289,9 +289,20 @@ def _printed(text: str, *, code: int | None) -> list[str]:
 
 
 def _found(text: str) -> list[str]:
-    """What a search returned, as its action says it; the first line of a
-    longer answer, where searches say how many they found."""
-    return _told("returned", text, last=False) if text.strip() else []
+    """What a search returned, as its action says it: a short answer whole; a
+    longer one by the count it reports and its first result, or else by its
+    count of lines and its first line."""
+    if not text.strip():
+        return []
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    counted = found_count(lines[0]) if len(lines) > 1 else None
+    if counted is None or len(collapse(text)) <= QUOTED:
+        return _told("returned", text, last=False)
+    count, noun = counted
+    first = clip(lines[1], QUOTED)
+    if count == 1:
+        return [f'found 1 {noun}: "{first}"']
+    return [f'found {count:,} {noun}{"es" if noun == "match" else "s"}, the first "{first}"']
 
 
 def _told(verb: str, text: str, *, last: bool) -> list[str]:
