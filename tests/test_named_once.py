@@ -107,8 +107,7 @@ def test_the_cli_record_of_the_swe_agent_session_names_each_file_once(tmp_path: 
     # absolute path, the path from /testbed, its name), the script on two.
     record = cli_record(SWE_AGENT, tmp_path)
     assert record["Completed Actions"][3] == (
-        '4. Searched `fields.py` — ok, returned 2 lines, the first "Found 1 matches for'
-        ' "fields.py" in /testbed/src:" [tool: find_file]'
+        f'4. Searched `fields.py` — ok, found 1 match: "{FIELDS}" [tool: find_file]'
     )
     assert record["Relevant Files"] == [
         f"- {FIELDS} — read, edit failed",
