@@ -123,9 +123,9 @@ def to_template(body: str) -> Merged | None:
     sections["Critical Context"].insert(0, note)
     # The user's own words go to the user ledger, which an update carries on.
     said = [
-        f'- "{_unquoted(item)}"'
-        for item in sections.pop(LEDGER_HEADING, [])
-        if not _describes_the_summary_request(item)
+        f'- "{_unquoted(text)}"'
+        for text in map(_item_text, sections.pop(LEDGER_HEADING, []))
+        if not _describes_the_summary_request(text)
     ]
     ledger = "\n".join([f"## {LEDGER_HEADING}", LEDGER_INTRO, *said]) if said else ""
     text = with_ledger(render_template(sections), ledger)
@@ -184,18 +184,21 @@ def _items(body: list[str]) -> list[str]:
     return [item if item.lstrip().startswith(("-", "*", "+")) else f"- {item}" for item in parsed]
 
 
-def _describes_the_summary_request(item: str) -> bool:
-    body = " ".join(item.split()[1:])
+def _item_text(item: str) -> str:
+    """A list item's text, on one line, without its marker."""
+    return " ".join(item.split()[1:])
+
+
+def _describes_the_summary_request(text: str) -> bool:
     return (
-        len(body) <= _DESCRIBED_CHARS
-        and not body.startswith('"')
-        and bool(_ABOUT_THE_SUMMARY.search(body))
+        len(text) <= _DESCRIBED_CHARS
+        and not text.startswith('"')
+        and bool(_ABOUT_THE_SUMMARY.search(text))
     )
 
 
-def _unquoted(item: str) -> str:
-    body = " ".join(item.split()[1:])
-    return body[1:-1] if len(body) > 1 and body[0] == body[-1] == '"' else body
+def _unquoted(text: str) -> str:
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
 
 
 def _prefixed(item: str, prefix: str) -> str:

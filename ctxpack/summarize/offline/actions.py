@@ -226,9 +226,11 @@ def make_action(
     failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
     stopped = failed and aborted(out)
     # A pruned output's stand-in quotes the original's telling error line.
-    error = quoted_error(out) if failed and not stopped else None
-    if failed and not stopped and error is None:
-        error = telling_error(out, flagged=flagged)
+    error = (
+        (quoted_error(out) or telling_error(out, flagged=flagged))
+        if failed and not stopped
+        else None
+    )
     pending = not outputs or running
     mark = _mark(kind, command, failed)
     parts: list[str] = []
