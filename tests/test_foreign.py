@@ -9,17 +9,57 @@ from typer.testing import CliRunner
 
 from ctxpack import formats, markers
 from ctxpack.cli import app
+from ctxpack.formats.base import ReadOptions
 from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import previous_entries
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import parse, render
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, SHARED
 
 STREAM = (
     FIXTURES
     / "claude-stream-json"
     / "openagents__logs__20251222_175115-call-issue-ready-now-to.jsonl"
 )
+
+# pi's compaction of the real pi-mono session (trimmed): headings of its own,
+# and a second part for the turn the cut fell in, after a thematic break.
+PI_SUMMARY = """# Context Checkpoint: Documentation Review & Update
+
+## Current Progress
+
+Reviewing the documentation against the source.
+
+## Remaining Work
+
+1. **rpc.md**
+   - Check commands, events, types match implementation
+
+## Key Patterns Established
+
+- Run `npm run check` after changes
+
+## User Preferences
+
+- Verify docs against source code, don't assume docs are correct
+- Be precise about types and behavior
+
+---
+
+**Turn Context (split turn):**
+
+## Context Checkpoint Summary
+
+### Original Request
+User asked to review `custom-tools.md` and establish what custom tools are good for.
+
+### Work Completed
+1. **Added intro section to custom-tools.md**
+
+### Current State
+- `npm run check` passes successfully
+"""
+PI_OLD = SHARED / "pi-agent" / "pi-mono__session.jsonl"
 
 CLAUDE = """This session is being continued from a previous conversation that ran out \
 of context. The conversation is summarized below:
@@ -110,6 +150,54 @@ def test_free_form_handoff_headings_map_and_unknown_ones_keep_their_name() -> No
     assert _section(merged.text, "Critical Context")[1:] == [
         "- Environment: Python 3.11 on the build host"
     ]
+
+
+def test_headings_of_other_names_go_where_their_words_say() -> None:
+    """pi names its sections in its own words; a thematic break between two
+    parts of a summary is no item of the section above it."""
+    merged = to_template(PI_SUMMARY)
+    assert merged is not None
+    assert _section(merged.text, "Constraints & Preferences") == [
+        "- Verify docs against source code, don't assume docs are correct",
+        "- Be precise about types and behavior",
+    ]
+    assert _section(merged.text, "Goal") == [
+        "- User asked to review `custom-tools.md` and establish what custom tools are good for."
+    ]
+    assert _section(merged.text, "Historical In-Progress State") == [
+        "- Reviewing the documentation against the source.",
+        "- 1. **Added intro section to custom-tools.md**",
+    ]
+    assert _section(merged.text, "Active State") == ["- `npm run check` passes successfully"]
+    assert _section(merged.text, "Historical Remaining Work") == [
+        "- 1. **rpc.md**\n   - Check commands, events, types match implementation"
+    ]
+    # A heading none of whose words say where it goes keeps its name.
+    assert _section(merged.text, "Critical Context")[1:] == [
+        "- Key Patterns Established: Run `npm run check` after changes"
+    ]
+
+
+@pytest.mark.skipif(not PI_OLD.is_file(), reason=f"{SHARED} is absent")
+def test_the_real_pi_session_keeps_the_users_preferences_as_constraints(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", "--skip-invalid"]
+    result = CliRunner().invoke(app, [*args, str(PI_OLD), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    messages = formats.read(out.read_bytes(), path=str(out), options=ReadOptions(skip_invalid=True))
+    record = next(
+        markers.summary_body(msg)
+        for msg in messages.sessions[0].messages
+        if markers.is_summary(msg)
+    )
+    assert _section(record, "Constraints & Preferences")[:4] == [
+        "- Verify docs against source code, don't assume docs are correct",
+        "- Be precise about types and behavior",
+        "- Add concrete example lists (not just abstract descriptions)",
+        "- Reference example directories where they exist",
+    ]
+    assert _section(record, "Goal")[0].startswith("- User asked to review `custom-tools.md`")
+    assert not any(item.startswith("---") for item in _section(record, "Critical Context"))
 
 
 def test_our_own_record_is_left_as_it_is() -> None:

@@ -56,6 +56,29 @@ _TARGETS = {
     "todo": "Historical Remaining Work",
     "context": "Critical Context",
 }
+# A heading none of the names above spells ("User Preferences", "Original
+# Request", "Work Completed": pi's compaction) goes to the section of the
+# first of these rules it matches; one that matches none keeps its name in
+# Critical Context. What is done or under way comes before the task words
+# ("Completed Tasks", "Task Status").
+_KEYWORD_TARGETS = (
+    (
+        re.compile(r"\b(?:preferences?|constraints?|rules?|requirements?)\b"),
+        "Constraints & Preferences",
+    ),
+    (
+        re.compile(r"\b(?:remaining|next|pending|todos?|to-?do|follow-?ups?)\b"),
+        "Historical Remaining Work",
+    ),
+    (re.compile(r"\b(?:completed|done|progress|accomplished)\b"), "Historical In-Progress State"),
+    (re.compile(r"\b(?:current (?:state|work)|status)\b"), "Active State"),
+    (re.compile(r"\b(?:requests?|goals?|tasks?|objectives?|intent)\b"), "Goal"),
+    (re.compile(r"\bdecisions?\b"), "Key Decisions"),
+    (re.compile(r"\b(?:blocked|blockers?)\b"), "Blocked"),
+    (re.compile(r"\bfiles?\b"), "Relevant Files"),
+)
+# A thematic break (---, ***, ___) between parts of a summary says nothing.
+_BREAK_RE = re.compile(r"^\s{0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
 _CLAUDE_OPENING = "This session is being continued from a previous conversation"
 _CLOSING_RE = re.compile(r"^\s*Please continue the conversation from where we left", re.I)
 _NUMBERED_RE = re.compile(r"^\s{0,3}\d+\.\s+\**([A-Za-z][^*:\n]{1,60}?)\**\s*:\**\s*(.*)$")
@@ -151,8 +174,7 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             target, prefix = "Historical Task Snapshot", ""
         else:
             count += 1
-            canonical = canonical_heading(title)
-            target = canonical if canonical in HEADINGS else _TARGETS.get(title.lower(), "")
+            target = _target(title)
             prefix = "" if target else f"{title}: "
             target = target or "Critical Context"
         request = title.lower() == _REQUEST
@@ -160,6 +182,17 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             rule = request and is_constraint(item)
             out["Constraints & Preferences" if rule else target].append(_prefixed(item, prefix))
     return out, count
+
+
+def _target(title: str) -> str:
+    """The template section a foreign heading's items go to; "" for none."""
+    canonical = canonical_heading(title)
+    if canonical in HEADINGS:
+        return canonical
+    name = title.lower()
+    if name in _TARGETS:
+        return _TARGETS[name]
+    return next((target for words, target in _KEYWORD_TARGETS if words.search(name)), "")
 
 
 def _heading(line: str) -> tuple[str | None, str]:
@@ -177,7 +210,8 @@ def _heading(line: str) -> tuple[str | None, str]:
 def _items(body: list[str]) -> list[str]:
     """List items of a section body, dedented so its own bullets start a line
     and nested bullets, code and wrapped lines stay inside their item."""
-    text = textwrap.dedent("\n".join(line.rstrip() for line in body)).strip("\n")
+    kept = (line.rstrip() for line in body if not _BREAK_RE.match(line))
+    text = textwrap.dedent("\n".join(kept)).strip("\n")
     if not text.strip():
         return []
     parsed = parse_template(text).get(PREAMBLE, [])
