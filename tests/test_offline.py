@@ -20,9 +20,10 @@ from ctxpack.align.budget import Budget
 from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts, missing_facts
 from ctxpack.facts.preserved import preserved_facts_section
+from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
 from ctxpack.summarize.offline.fit import Item, fit
-from ctxpack.summarize.offline.sections import PROGRESS_RE
+from ctxpack.summarize.offline.sections import PROGRESS_RE, TRACKED_STATE_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
 from ctxpack.summarize.template import item_key, item_number, parse, render
@@ -439,6 +440,12 @@ def test_update_moves_finished_work_out_of_in_progress(counter: TokenCounter) ->
     updated = summarize(part_b, counter, previous_summary=first).text
     assert_well_formed(updated, counter, 2000)
     assert pending not in section(updated, "Historical In-Progress State")
+    # What A's turns showed of the state, B's show anew: none of it is history.
+    assert section(first, "Active State")
+    assert not any(
+        line.startswith("- Earlier state:")
+        for line in section(updated, "Historical In-Progress State")
+    )
     assert any(
         f"Ran `{run} | tail -5` — 83 passed" in line
         for line in section(updated, "Completed Actions")
@@ -481,6 +488,49 @@ def test_update_from_a_foreign_summary_keeps_its_text(counter: TokenCounter) -> 
     assert_well_formed(text, counter, 2000)
     assert "/app/regex.txt" in " ".join(section(text, "Critical Context"))
     assert numbers(text)[0] == 1
+
+
+def test_an_update_keeps_an_earlier_account_of_the_state_as_history(
+    counter: TokenCounter,
+) -> None:
+    """Another agent's (or a model's) words on where things stood stay, as of
+    then, once newer turns have a state of their own; a line naming what a
+    new action finished goes."""
+    foreign = (
+        "[CONTEXT SUMMARY]\n## Goal\n- Write a regex for dates on lines with IPv4 addresses\n\n"
+        "## Current State\n- The regex passes 12 of 13 cases; the leap-day case fails\n"
+        "- Read /tmp/raw_instruction.txt — in progress\n"
+    )
+    middle = claude_messages(OPUS)[1:-1]
+    alone = summarize(middle, counter).text
+    # As the pipeline hands it over: in our template.
+    merged = to_template(foreign)
+    assert merged is not None
+    text = summarize(middle, counter, previous_summary=merged.text).text
+    assert_well_formed(text, counter, 2000)
+    assert section(text, "Active State") == section(alone, "Active State") != []
+    assert "- Earlier state: The regex passes 12 of 13 cases; the leap-day case fails" in section(
+        text, "Historical In-Progress State"
+    )
+    assert "raw_instruction.txt" not in " ".join(section(text, "Historical In-Progress State"))
+
+
+def test_every_state_line_a_record_writes_is_one_an_update_replaces(
+    counter: TokenCounter,
+) -> None:
+    records = [
+        summarize(claude_messages(HAIKU)[1:-4], counter).text,
+        summarize(codex_messages(CODEX)[2:-4], counter).text,
+    ]
+    lines = [line for text in records for line in section(text, "Active State")]
+    kinds = {line.split(":", 1)[0] for line in lines}
+    assert kinds == {
+        "- Working directory",
+        "- Last test run",
+        "- Recent command",
+        "- Last file changed",
+    }
+    assert all(TRACKED_STATE_RE.match(line) for line in lines)
 
 
 @settings(max_examples=30, deadline=None)

@@ -1,4 +1,4 @@
-"""The 13-heading template: rendering, parsing (ours and a model's), merging."""
+"""The 13-heading template: rendering and parsing (ours and a model's)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from ctxpack.summarize.template import (
     PREAMBLE,
     item_key,
     max_number,
-    merge,
     parse,
     render,
-    renumber,
 )
 
 # Strings from the Codex fixture (Trezo-Ai__codex-session.jsonl).
 CARGO = "cargo test -p cfo_oracle"
-FIND = "find /Users/anmolbhardwaj -maxdepth 5 -name .git -type d"
 MANIFEST = (
     "error: failed to load manifest for workspace member "
     "`/Users/anmolbhardwaj/Documents/New project/apps/process_tui`"
@@ -78,36 +75,4 @@ def test_parse_drops_placeholders_and_keeps_unknown_headings() -> None:
 def test_numbering_helpers() -> None:
     items = SECTIONS["Completed Actions"]
     assert max_number(items) == 2
-    assert renumber(["1. Ran `ls`", "- Read README.md"], 7) == ["7. Ran `ls`", "8. Read README.md"]
     assert item_key("12.  Ran   `pwd`") == item_key("- ran `pwd`") == "ran `pwd`"
-
-
-def test_merge_continues_numbering_dedupes_and_replaces_state() -> None:
-    previous = {
-        **SECTIONS,
-        "Active State": ["- Recent command: `pwd` — exit 0"],
-    }
-    new = {
-        "Goal": [
-            '- The user first asked: "help me apply for the agentic engineering grant by Superteam"'
-        ],
-        "Completed Actions": [
-            f"1. Ran `{CARGO}` — exit 101, {MANIFEST} [tool: exec_command]",
-            f"2. Ran `{FIND}` — exit 0 [tool: exec_command]",
-        ],
-        "Active State": [
-            "- Recent command: `find /Users/anmolbhardwaj -maxdepth 5 -name .git -type d`"
-        ],
-        "Critical Context": ["- URL: https://colosseum.com/copilot"],
-    }
-    merged = merge(previous, new)
-    # A re-run is a new event with its own number.
-    assert merged["Completed Actions"] == [
-        *SECTIONS["Completed Actions"],
-        f"3. Ran `{CARGO}` — exit 101, {MANIFEST} [tool: exec_command]",
-        f"4. Ran `{FIND}` — exit 0 [tool: exec_command]",
-    ]
-    assert merged["Goal"] == SECTIONS["Goal"]
-    assert merged["Active State"] == new["Active State"]
-    assert merged["Critical Context"] == [*SECTIONS["Critical Context"], *new["Critical Context"]]
-    assert headings_of(render(merged)) == list(HEADINGS)

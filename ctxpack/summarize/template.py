@@ -1,6 +1,7 @@
 """The summary template as data: render sections to markdown with `## Heading`
-lines, parse markdown (ours or a model's) back into sections, and merge an
-earlier summary's sections with new ones.
+lines, and parse markdown (ours or a model's) back into sections. An update
+merges an earlier summary with new turns by the offline summarizer's rules
+(summarize/offline/update.py).
 
 A section is a list of items; an item is one list entry and may span lines
 (a fenced multi-line command stays inside the item it belongs to)."""
@@ -8,7 +9,7 @@ A section is a list of items; an item is one list entry and may span lines
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
 
@@ -31,8 +32,6 @@ _EMPTY_RE = re.compile(
 _KEY_STRIP_RE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)")
 
 _CANONICAL = {h.lower(): h for h in (*HEADINGS, PRESERVED_FACTS_HEADING)}
-# Sections whose new content supersedes the old one on an update.
-REPLACED_ON_UPDATE = ("Historical Task Snapshot", "Active State")
 
 
 def empty_sections() -> Sections:
@@ -137,47 +136,3 @@ def item_number(item: str) -> int | None:
 
 def max_number(items: Sequence[str]) -> int:
     return max((n for n in map(item_number, items) if n is not None), default=0)
-
-
-def renumber(items: Sequence[str], start: int) -> list[str]:
-    """Number items from `start`, replacing any number they carry."""
-    out = []
-    for offset, item in enumerate(items):
-        body = _KEY_STRIP_RE.sub("", item, count=1)
-        out.append(f"{start + offset}. {body}")
-    return out
-
-
-def merge_items(previous: Sequence[str], new: Sequence[str]) -> list[str]:
-    """Previous items, then the new ones not already present."""
-    seen = {item_key(item) for item in previous}
-    out = list(previous)
-    for item in new:
-        key = item_key(item)
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
-
-
-def merge(
-    previous: Mapping[str, Sequence[str]],
-    new: Mapping[str, Sequence[str]],
-    *,
-    replace: Collection[str] = REPLACED_ON_UPDATE,
-) -> Sections:
-    """Section-wise merge for an update: Completed Actions continue the earlier
-    numbering, `replace` sections take the new content when there is any, every
-    other section keeps the earlier items and adds new ones without repeats."""
-    merged = empty_sections()
-    for heading in HEADINGS:
-        old = list(previous.get(heading, ()))
-        fresh = list(new.get(heading, ()))
-        if heading == COMPLETED_ACTIONS:
-            # A repeated action is a new event: it keeps its own number.
-            merged[heading] = old + renumber(fresh, max_number(old) + 1)
-        elif heading in replace and fresh:
-            merged[heading] = fresh
-        else:
-            merged[heading] = merge_items(old, fresh)
-    return merged

@@ -233,6 +233,14 @@ def _add_statements(
             sections[heading] = [*items, *sections[heading]]
 
 
+# The lines _active writes: what the turns themselves show of the state, which
+# an update's newer turns show anew. Any other line of an earlier record's
+# Active State is its writer's (a model's, another agent's) account.
+TRACKED_STATE_RE = re.compile(
+    r"^- (?:Working directory|Last test run|Recent command|Last file changed): "
+)
+
+
 def _active(scan: Scan, done: list[Action]) -> list[Item]:
     items = []
     if scan.workdir:

@@ -22,6 +22,7 @@ from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
     PROGRESS_RE,
+    TRACKED_STATE_RE,
     file_items,
     one_per_file,
     progress_line,
@@ -36,6 +37,8 @@ _ACTION_ITEM_RE = re.compile(
 )
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
 _FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
+# How an earlier record's account of the state reads once it is history.
+EARLIER_STATE = "Earlier state: "
 _QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
 
 
@@ -82,14 +85,25 @@ def merge_previous(
     )
     merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
     merged["Active State"] = new["Active State"] or _old(old["Active State"])
-
+    # The new turns' state replaces what the earlier turns showed of theirs;
+    # an account of the state in words (a model's, another agent's) is
+    # history now, unless a new action finished what it names.
+    earlier_state = (
+        [
+            _earlier(text)
+            for text in old["Active State"]
+            if not TRACKED_STATE_RE.match(text) and not finished.covers(text)
+        ]
+        if new["Active State"]
+        else []
+    )
     in_progress = [
         text
         for text in old["Historical In-Progress State"]
         if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
     ]
     merged["Historical In-Progress State"] = unique(
-        new["Historical In-Progress State"], _old(in_progress)
+        new["Historical In-Progress State"], _old(earlier_state), _old(in_progress)
     )
     blocked = [text for text in old["Blocked"] if not finished.covers(text)]
     merged["Blocked"] = unique(new["Blocked"], _old(blocked))
@@ -128,6 +142,12 @@ def merge_previous(
         new["Critical Context"], _old(old["Critical Context"]), _old(foreign)
     )
     return merged
+
+
+def _earlier(item: str) -> str:
+    """An earlier record's Active State item, said to be of then."""
+    marker, _, text = item.partition(" ")
+    return f"{marker} {EARLIER_STATE}{text}"
 
 
 def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
