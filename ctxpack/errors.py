@@ -11,6 +11,8 @@ class CtxpackError(Exception):
     """Base of every error ctxpack reports to a user."""
 
     exit_code = 1
+    # Whether --skip-invalid reads past it (a malformed line or message).
+    skippable = False
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
         self.message = message
@@ -32,6 +34,8 @@ class InputError(CtxpackError):
 class MalformedRecord(InputError):
     """One line or message of the transcript cannot be read, where the reader
     can skip it (ReadOptions.skip_invalid) and read the rest."""
+
+    skippable = True
 
 
 class OutputError(CtxpackError):

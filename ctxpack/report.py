@@ -89,6 +89,10 @@ def ratio(after: int, before: int) -> float:
     return round(after / before, 4) if before else 1.0
 
 
+# The status of a file of a batch that could not be compacted.
+ERROR = "error"
+
+
 def file_status(statuses: Iterable[str]) -> str:
     """A file's status in a batch: the distinct statuses of its sessions."""
     return ", ".join(sorted(set(statuses)))

@@ -186,7 +186,12 @@ def test_batch_mirrors_the_tree_and_survives_a_corrupt_file(tmp_path: Path) -> N
     report = json.loads(report_path.read_bytes())
     assert [e["path"] for e in report["errors"]] == [str(src / "openai-chat" / "corrupt.jsonl")]
     assert "corrupt.jsonl:2:invalidJSON" in "".join(result.stderr.split())
-    assert "batch" in result.stderr and f"{len(outputs)} file(s)" in result.stderr
+    assert "batch" in result.stderr and f"{len(outputs)} file(s), 1 failed" in result.stderr
+    # The file that failed has its row, without tokens; the totals are the others'.
+    [row] = [line for line in result.stderr.splitlines() if "corrupt.jsonl" in line and "│" in line]
+    assert [cell.strip() for cell in row.split("│")[1:]] == ["-", "-", "-", "error"]
+    # Its line is malformed: the option that reads past it is named, once.
+    assert result.stderr.count("--skip-invalid reads past a malformed line") == 1
 
 
 @pytest.mark.parametrize(

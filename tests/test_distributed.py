@@ -171,11 +171,14 @@ def test_compact_dataset_is_the_batch_per_file(corpus: Path, tmp_path: Path) -> 
         expected = compress_file(job, stage=Compress(settings))
         assert done["bytes"] == row["bytes"]
         if expected.error is not None:
-            assert (done["status"], done["error"], done["exit_code"]) == (
+            # A malformed line: --skip-invalid would read past it.
+            assert (done["status"], done["error"], done["exit_code"], done["skippable"]) == (
                 "error",
                 expected.error,
                 1,
+                True,
             )
+            assert expected.skippable
             assert done["output"] is None and not done["archived"]
             continue
         report = expected.report

@@ -12,7 +12,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 from ctxpack import __version__
 from ctxpack import files as io
 from ctxpack.cli.coerce import install
-from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError, MalformedRecord
+from ctxpack.errors import INTERRUPTED, INTERRUPTED_MESSAGE, CtxpackError
 
 # Command modules import the library inside their functions: `ctxpack --version`
 # and `--help` must not pay for tokenizers, rich or the pipeline.
@@ -38,7 +38,7 @@ class Reported(TyperGroup):
             from ctxpack.cli.render import error, note
 
             error(exc.describe())
-            if isinstance(exc, MalformedRecord) and _takes(self, ctx, "skip_invalid"):
+            if exc.skippable and _takes(self, ctx, "skip_invalid"):
                 note(SKIP_INVALID_HINT)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:

@@ -71,7 +71,9 @@ def shorten_middle(text: str, width: int) -> str:
     return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
 
 
-def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
+def batch_totals(rows: list[tuple[str, int | None, int | None, str]]) -> None:
+    """A row per file: its name, tokens before and after, and status; a file
+    that failed has no tokens, and the totals are of the others."""
     from ctxpack.cli.grid import Grid
     from ctxpack.cli.render import layout_width, show
 
@@ -83,21 +85,28 @@ def batch_totals(rows: list[tuple[str, int, int, str]]) -> None:
     table.add_column("after", justify="right")
     table.add_column("ratio", justify="right")
     table.add_column("status")
+    done = [
+        (before, after) for _, before, after, _ in rows if before is not None and after is not None
+    ]
     for name, before, after, status in rows:
+        if before is None or after is None:
+            table.add_row(shorten_middle(name, name_width), "-", "-", "-", status)
+            continue
         ratio = f"{after / before:.1%}" if before else "-"
         table.add_row(shorten_middle(name, name_width), f"{before:,}", f"{after:,}", ratio, status)
-    tb, ta = sum(row[1] for row in rows), sum(row[2] for row in rows)
+    tb, ta = sum(before for before, _ in done), sum(after for _, after in done)
+    failed = len(rows) - len(done)
+    files = f"{len(done)} file(s)" + (f", {failed} failed" if failed else "")
     table.add_section()
-    table.add_row(
-        f"{len(rows)} file(s)", f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "", bold=True
-    )
+    table.add_row(files, f"{tb:,}", f"{ta:,}", f"{ta / tb:.1%}" if tb else "-", "", bold=True)
     show(table)
 
 
 def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, int]) -> None:
+    from ctxpack.cli.app import SKIP_INVALID_HINT
     from ctxpack.cli.outcome import write_report
     from ctxpack.cli.render import error, note, warn
-    from ctxpack.report import file_status
+    from ctxpack.report import ERROR, file_status
 
     failures = [f for f in done if f.error]
     reports = [f.report for f in done if f.report is not None]
@@ -106,12 +115,14 @@ def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, 
     batch_totals(
         [
             (
-                _short(r["path"], root),
-                r["tokens_before"],
-                r["tokens_after"],
-                file_status(s["status"] for s in r["sessions"]),
+                _short(f.report["path"], root),
+                f.report["tokens_before"],
+                f.report["tokens_after"],
+                file_status(s["status"] for s in f.report["sessions"]),
             )
-            for r in reports
+            if f.report is not None
+            else (_short(f.source, root), None, None, ERROR)
+            for f in done
         ]
     )
     if skipped:
@@ -121,6 +132,8 @@ def finish(done: list[Finished], *, report_file: str | None, skipped: dict[str, 
             warn(f"{report['path']}: {warning}")
     for failure in failures:
         error(failure.error or "")
+    if any(failure.skippable for failure in failures):
+        note(SKIP_INVALID_HINT)
     if report_file is not None:
         write_report(report_file, _batch_document(done))
     if failures:

@@ -22,7 +22,7 @@ from ctxpack.evaluate.retention import OVERALL
 from ctxpack.pipeline.archiving import Record
 from ctxpack.pipeline.run import FileJob, compact_bytes
 from ctxpack.pipeline.stages import Compress
-from ctxpack.report import CompressReport, file_status, ratio
+from ctxpack.report import ERROR, CompressReport, file_status, ratio
 from ctxpack.tokens.counter import TokenCounter
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from ctxpack.pipeline.compaction import CompressSettings
-
-ERROR = "error"  # the status of a file that could not be compacted
 
 
 def compact_dataset(
@@ -80,6 +78,8 @@ def schema() -> pa.Schema:
             ("retention", pa.float64()),
             ("error", pa.string()),
             ("exit_code", pa.int64()),
+            # The error is one --skip-invalid reads past (CtxpackError.skippable).
+            ("skippable", pa.bool_()),
             ("report", pa.string()),  # the file's JSON report, as --report writes it
             # What the archive keeps besides the input and the output; false:
             # nothing changed, or the job keeps no archive.
@@ -119,6 +119,7 @@ def _row(
             "status": ERROR,
             "error": exc.describe(),
             "exit_code": exc.exit_code,
+            "skippable": exc.skippable,
             "archived": False,
             "archive_blobs": [],
             "archive_origins": [],

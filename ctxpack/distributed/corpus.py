@@ -201,7 +201,9 @@ def _land(
     """One compacted row: archived, then written, as run_file does it."""
     source = row["path"]
     if row["error"] is not None:
-        return Finished(source, error=row["error"], exit_code=row["exit_code"])
+        return Finished(
+            source, error=row["error"], exit_code=row["exit_code"], skippable=bool(row["skippable"])
+        )
     where, rel = corpus.places[source]
     name = rel or PurePosixPath(where.root).name
     rel_out = chosen_name(name, source_format=row["format"], output_format=row["output_format"])
@@ -212,7 +214,7 @@ def _land(
                 store(archive, record)
         output = _write(target, rel_out, row["output"], source=source)
     except CtxpackError as exc:
-        return Finished(source, error=exc.describe(), exit_code=exc.exit_code)
+        return Finished.failed(source, exc)
     report = orjson.loads(row["report"])
     report["output"] = output
     return Finished(source, report=report)

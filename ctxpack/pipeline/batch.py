@@ -56,7 +56,7 @@ def _caught(job: FileJob, run: Callable[[], T]) -> T | Outcome:
     try:
         return run()
     except CtxpackError as exc:
-        return FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code)
+        return FileOutcome.failed(job, exc)
 
 
 def _written(outcome: Outcome) -> Outcome:
@@ -95,7 +95,7 @@ def _land_group(
                     grouped.add(str(archive.path))
                 store(archive, made.record)
     except CtxpackError as exc:
-        return [FileOutcome(job, error=exc.describe(), exit_code=exc.exit_code) for job, _ in group]
+        return [FileOutcome.failed(job, exc) for job, _ in group]
     return [
         _written(_caught(job, functools.partial(write_output, job, made))) for job, made in group
     ]
@@ -193,11 +193,16 @@ class Finished:
     report: dict[str, Any] | None = None  # CompressReport.to_dict(), with its output
     error: str | None = None
     exit_code: int = 0
+    skippable: bool = False  # CtxpackError.skippable
+
+    @classmethod
+    def failed(cls, source: str, exc: CtxpackError) -> Finished:
+        return cls(source, error=exc.describe(), exit_code=exc.exit_code, skippable=exc.skippable)
 
 
 def finished(outcome: Outcome) -> Finished:
     report = outcome.report.to_dict() if outcome.report is not None else None
-    return Finished(outcome.job.source, report, outcome.error, outcome.exit_code)
+    return Finished(outcome.job.source, report, outcome.error, outcome.exit_code, outcome.skippable)
 
 
 def run_batch(

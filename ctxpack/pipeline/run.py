@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ctxpack import files, formats
-from ctxpack.errors import InputError, UsageError
+from ctxpack.errors import CtxpackError, InputError, UsageError
 from ctxpack.formats.base import ReadOptions
 from ctxpack.settings import DEFAULT_ENCODING
 from ctxpack.tokens.counter import TokenCounter
@@ -89,6 +89,18 @@ class FileOutcome(Generic[R]):
     target: str | None = None  # where it was written: a path or "stdout"
     error: str | None = None
     exit_code: int = 0
+    # The error is one --skip-invalid reads past (CtxpackError.skippable).
+    skippable: bool = False
+
+    @classmethod
+    def failed(cls, job: FileJob, exc: CtxpackError) -> FileOutcome[R]:
+        """The outcome of a file whose run raised `exc`."""
+        return cls(
+            job,
+            error=exc.describe(),
+            exit_code=exc.exit_code,
+            skippable=exc.skippable,
+        )
 
 
 def output_format(source_format: str, requested: str | None) -> tuple[str, str | None]:
