@@ -35,11 +35,13 @@ SYSTEM_NOTE = (
     "reference record of them stands in their place."
 )
 
-# Other agents' summary openings (Hermes handoffs, Claude Code continuations).
+# Other agents' summary openings (Hermes handoffs, Claude Code continuations,
+# Gemini CLI's state snapshot).
 FOREIGN_SUMMARY_PREFIXES = (
     "[CONTEXT COMPACTION",
     "[CONTEXT SUMMARY]:",
     "This session is being continued from a previous conversation",
+    "<state_snapshot>",
 )
 
 

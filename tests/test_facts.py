@@ -431,6 +431,14 @@ def test_user_directives_from_tau_bench() -> None:
         "Please stop grouping build & commit.",
         "Let's not rename it.",
     ]
+    # A compaction's summary rides in a user turn; its rules are not the user's words.
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context."
+        " The user said: never push to main."
+    )
+    assert extract_facts([{"role": "user", "content": summary}]).directives == []
+    snapshot = "<state_snapshot><active_constraints>Never push to main.</active_constraints>"
+    assert extract_facts([{"role": "user", "content": snapshot}]).directives == []
     # The same phrases that are no constraint in the record are no directive.
     stated = (
         "I must have left it somewhere else. I'll make sure to find it. There must be a way."

@@ -60,6 +60,56 @@ User asked to review `custom-tools.md` and establish what custom tools are good 
 - `npm run check` passes successfully
 """
 PI_OLD = SHARED / "pi-agent" / "pi-mono__session.jsonl"
+GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+
+# Gemini CLI's compression writes its summary as a user turn holding a
+# <state_snapshot> (trimmed from the real Gemini session; a step of its plan
+# may hold "<-- CURRENT FOCUS", which is no XML).
+SNAPSHOT = """<state_snapshot>
+    <overall_goal>
+        Implement a comprehensive "Agent Teams" feature in Gemini CLI.
+    </overall_goal>
+
+    <active_constraints>
+        <constraint>Maintain Apache-2.0 license headers.</constraint>
+        <constraint>Active team selection MUST persist in workspace settings.</constraint>
+    </active_constraints>
+
+    <key_knowledge>
+        <knowledge>
+            Team Isolation: Only agents of the active team are promoted.
+        </knowledge>
+    </key_knowledge>
+
+    <file_system_state>
+        <cwd>/Users/dev/gemini-cli2</cwd>
+        <created>packages/cli/src/ui/commands/teamCommand.ts - /team management.</created>
+        <modified>packages/core/src/utils/events.ts - added ActiveTeamChanged event.</modified>
+    </file_system_state>
+
+    <recent_actions>
+        <action>Added persistence for team selection in workspace settings.</action>
+    </recent_actions>
+
+    <task_state>
+        <step status="DONE">Implement core team discovery and registry (TASK-01).</step>
+        <step status="IN PROGRESS">Commit finalized UI changes. <-- CURRENT FOCUS</step>
+        <step status="TODO">Finalize documentation.</step>
+    </task_state>
+</state_snapshot>"""
+# The older snapshot's plan: one line per step, its status in brackets.
+OLDER_PLAN = """<state_snapshot>
+    <overall_goal>Refactor the auth service to the new JWT library.</overall_goal>
+    <key_knowledge>
+        - Build command: `npm run build`
+        <!-- the agent's notes -->
+    </key_knowledge>
+    <current_plan>
+        1. [DONE] Identify the files that use the old library.
+        2. [IN PROGRESS] Refactor `src/auth.ts`.
+        3. [TODO] Update the tests.
+    </current_plan>
+</state_snapshot>"""
 
 CLAUDE = """This session is being continued from a previous conversation that ran out \
 of context. The conversation is summarized below:
@@ -198,6 +248,74 @@ def test_the_real_pi_session_keeps_the_users_preferences_as_constraints(tmp_path
     ]
     assert _section(record, "Goal")[0].startswith("- User asked to review `custom-tools.md`")
     assert not any(item.startswith("---") for item in _section(record, "Critical Context"))
+
+
+def test_gemini_clis_snapshot_is_a_summary_merged_section_by_section() -> None:
+    assert markers.is_summary({"role": "user", "content": SNAPSHOT})
+    merged = to_template(SNAPSHOT)
+    assert merged is not None and merged.source == "Gemini CLI"
+    assert _section(merged.text, "Goal") == [
+        '- Implement a comprehensive "Agent Teams" feature in Gemini CLI.'
+    ]
+    assert _section(merged.text, "Constraints & Preferences") == [
+        "- Maintain Apache-2.0 license headers.",
+        "- Active team selection MUST persist in workspace settings.",
+    ]
+    assert _section(merged.text, "Critical Context")[1:] == [
+        "- Team Isolation: Only agents of the active team are promoted.",
+        "- Working directory: /Users/dev/gemini-cli2",
+    ]
+    assert _section(merged.text, "Relevant Files") == [
+        "- packages/cli/src/ui/commands/teamCommand.ts - /team management. (created)",
+        "- packages/core/src/utils/events.ts - added ActiveTeamChanged event. (modified)",
+    ]
+    assert _section(merged.text, "Historical In-Progress State") == [
+        "- Added persistence for team selection in workspace settings.",
+        "- Done: Implement core team discovery and registry (TASK-01).",
+    ]
+    assert _section(merged.text, "Active State") == [
+        "- In progress: Commit finalized UI changes. <-- CURRENT FOCUS"
+    ]
+    assert _section(merged.text, "Historical Remaining Work") == ["- Finalize documentation."]
+    older = to_template(OLDER_PLAN)
+    assert older is not None
+    assert _section(older.text, "Critical Context")[1:] == ["- Build command: `npm run build`"]
+    assert _section(older.text, "Historical In-Progress State") == [
+        "- Done: Identify the files that use the old library."
+    ]
+    assert _section(older.text, "Active State") == ["- In progress: Refactor `src/auth.ts`."]
+    assert _section(older.text, "Historical Remaining Work") == ["- Update the tests."]
+
+
+@pytest.mark.skipif(not GEMINI.is_file(), reason=f"{SHARED} is absent")
+def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> None:
+    """The real Gemini CLI session opens with the snapshot of its own earlier
+    compression: the record's goal is the snapshot's, its rules stay, and the
+    one the user turned around since is shown turned around."""
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", str(GEMINI), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    [record] = [markers.summary_body(msg) for msg in messages if markers.is_summary(msg)]
+    assert _section(record, "Goal") == [
+        '- Implement a comprehensive "Agent Teams" feature in Gemini CLI, encompassing'
+        " multi-agent orchestration, specialized external agent polyfills, and a polished"
+        " interactive team creation experience with full lifecycle management.",
+        "- In the turns since the previous record, the user asked: \"agent teams shouldn't"
+        ' persist, I want it to ask me every boot"',
+    ]
+    rules = _section(record, "Constraints & Preferences")
+    assert rules[0] == "- Maintain Apache-2.0 license headers and established React/Ink patterns."
+    assert (
+        '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"'
+        ' (turns around the earlier rule "Active team selection MUST persist in workspace'
+        ' settings (.gemini/settings.json…")'
+    ) in rules
+    assert not any(rule.startswith("- Active team selection MUST persist") for rule in rules)
+    assert "merges Gemini CLI's own summary" in _section(record, "Critical Context")[0]
+    # The snapshot's rules are no user directives among the preserved facts.
+    assert "<constraint>" not in record
 
 
 def test_our_own_record_is_left_as_it_is() -> None:

@@ -626,3 +626,45 @@ def test_a_call_no_result_answered_before_later_work_is_not_in_progress(
     assert not [line for line in went_on if "no result recorded" in line]
     ends = section(summarize(messages[3:31], counter, 4000).text, "Historical In-Progress State")
     assert ends[0] == f"{stopped} [tool: edit]"
+
+
+@pytest.mark.parametrize(
+    ("before", "ask", "quoted"),
+    [
+        # The real pi-mono session's last ask.
+        (
+            "Hooks don't have the same aliases. Custom tools loader has: jiti aliases."
+            " Should I add the same aliases to hooks loader for consistency?",
+            "yes",
+            '"yes" (answering "Should I add the same aliases to hooks loader for consistency?")',
+        ),
+        # The last question before it is the one it answers.
+        (
+            "Done. Want me to run the tests too? Or commit first?",
+            "ok, commit",
+            '"ok, commit" (answering "Or commit first?")',
+        ),
+        # A longer ask says what it wants itself.
+        (
+            "Should I keep the old flag?",
+            "no, drop the old flag and update the README to match",
+            '"no, drop the old flag and update the README to match"',
+        ),
+        # No question before it: nothing to answer.
+        ("I renamed the flag.", "ok", '"ok"'),
+    ],
+)
+def test_a_short_ask_is_quoted_with_the_question_it_answers(
+    before: str, ask: str, quoted: str, counter: TokenCounter
+) -> None:
+    middle: list[Message] = [
+        {"role": "user", "content": "rename the --fast flag"},
+        {"role": "assistant", "content": before},
+        {"role": "user", "content": ask},
+    ]
+    text = summarize(middle, counter).text
+    pending = section(text, "Historical Pending User Asks")
+    assert pending[0] == f"- {quoted} (no reply recorded in these turns)"
+    assert section(text, "Historical Task Snapshot")[0].endswith(
+        f"the latest user request in these turns was: {quoted}"
+    )

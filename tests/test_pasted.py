@@ -11,7 +11,7 @@ from ctxpack import formats, markers
 from ctxpack.align.budget import Budget
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger
-from ctxpack.summarize.pasted import pasted_line, prose
+from ctxpack.summarize.pasted import pasted_line, prose, without_screens
 from ctxpack.summarize.statements import classified
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
@@ -112,9 +112,9 @@ def test_a_ledger_entry_of_one_line_drops_screen_sentences() -> None:
 def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounter) -> None:
     """The real Gemini CLI session at a 32,000-token window: the user pasted the
     team-creation dialog (box-drawn) twice and a build log once. The record's
-    Goal and Constraints hold the user's own sentences only, the request to stop
-    a habit among them; the ledger carries each message, pastes included, cut
-    head and tail."""
+    Goal and Constraints hold the user's own sentences only (after those of
+    Gemini CLI's own snapshot, which the session opens with); the ledger
+    carries each message, pastes included, cut head and tail."""
     original = formats.read(GEMINI.read_bytes(), path=str(GEMINI))
     settings = CompressSettings(budget=Budget(context_length=32_000), force=True)
     result, _ = compress_transcript(original, counter=counter, settings=settings)
@@ -123,20 +123,23 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
     )
     sections = parse(record)
     assert sections["Goal"] == [
-        '- The user first asked: "agent teams shouldn\'t persist, I want it to ask me every boot"'
+        '- Implement a comprehensive "Agent Teams" feature in Gemini CLI, encompassing'
+        " multi-agent orchestration, specialized external agent polyfills, and a polished"
+        " interactive team creation experience with full lifecycle management.",
+        "- In the turns since the previous record, the user asked: \"agent teams shouldn't"
+        ' persist, I want it to ask me every boot"',
     ]
     assert sections["Constraints & Preferences"] == [
-        '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"',
-        '- The user said: "Please stop grouping build & commit BUT first see below"',
-        "- The user said: \"'Tab to toggle List/Action' doesn't feel like the right verbiage to "
-        'finalize agent selection."',
-        "- The user said: \"I don't want to overhaul the rendering but maybe we drop the borders "
-        'around the agent selection box:"',
-        '- The user said: "In the roster and above the description of the team we should also '
-        'have those provider markers"',
-        # The window's room ends here, before "Should show the markers next to
-        # the corresponding agent.": a failed build's action quotes tsc's
-        # error, longer than the "Command failed" wrapper it used to quote.
+        "- Maintain Apache-2.0 license headers and established React/Ink patterns.",
+        "- Use exact brand colors: Claude Orange (#C15F3C), Gemini Purple (#A855F7), Antigravity"
+        " Light Blue (#93C5FD), Gemma Blue (#60A5FA), Codex White (#FFFFFF).",
+        "- Standardize on the Gemini symbol (✦) for built-in/local agents.",
+        # The user's first rule turns one of the snapshot's around, and is
+        # kept first of the rest: the room ends here, before the user's "Please
+        # stop grouping build & commit" (still in the ledger below).
+        '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"'
+        ' (turns around the earlier rule "Active team selection MUST persist in workspace'
+        ' settings (.gemini/settings.json…")',
     ]
     stated = [line for items in sections.values() for line in items if "The user " in line]
     assert not any("│" in line or "✔" in line for line in stated)
@@ -145,3 +148,35 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
     assert len(pasted) == 1 and "characters cut …]" in pasted[0]
     assert pasted[0].endswith('they know what provider backs it"')
     assert not any(line.startswith("- Current: ") for line in ledger)
+    # An ask is quoted by the user's words around a pasted screen, not by the screen.
+    request = (
+        '"So this: [a pasted screen] Should show the markers next to the corresponding agent.'
+        " That way if someone happens to make an indirect reference to one of the agents in the"
+        ' description box they know what provider backs it"'
+    )
+    assert sections["Historical Task Snapshot"][0] == (
+        f"- At compaction time, the latest user request in these turns was: {request}"
+    )
+    assert (
+        f"- {request} (no reply recorded in these turns)"
+        in sections["Historical Pending User Asks"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        (
+            "So this:\n╭────╮\n│ Step 3 │\n╰────╯\n\nShould show the markers.",
+            "So this:\n[a pasted screen]\n\nShould show the markers.",
+        ),
+        # A pasted trace or table keeps its words: they are what the ask is about.
+        (
+            'fix this:\nTraceback (most recent call last):\n  File "a.py", line 1\nValueError: x',
+            'fix this:\nTraceback (most recent call last):\n  File "a.py", line 1\nValueError: x',
+        ),
+        ("| a | b |\n| 1 | 2 |\nwhy 2?", "| a | b |\n| 1 | 2 |\nwhy 2?"),
+    ],
+)
+def test_an_ask_is_quoted_without_the_screens_pasted_into_it(text: str, quoted: str) -> None:
+    assert without_screens(text) == quoted

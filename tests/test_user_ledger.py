@@ -537,6 +537,6 @@ def test_a_values_context_is_the_clause_before_it(text: str, data: st.DataObject
     start = data.draw(st.integers(0, len(text)))
     clause = re.split(r"[.;!?\n]", text[:start])[-1]
     words = [w.lower() for w in statements._WORD_RE.findall(clause)]
-    content = [w for w in words if w not in statements._STOP and len(w) > 1]
-    expected = frozenset(statements._stem(w) for w in content[-statements._CONTEXT_WORDS :])
+    content = [w for w in words if w not in statements.STOP_WORDS and len(w) > 1]
+    expected = frozenset(statements.stem(w) for w in content[-statements._CONTEXT_WORDS :])
     assert statements._context(text, start) == expected

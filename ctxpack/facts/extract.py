@@ -37,6 +37,7 @@ from ctxpack.facts.text import (
     values_in,
     versions_in,
 )
+from ctxpack.markers import is_summary
 from ctxpack.tokens import forked
 from ctxpack.tooloutput import error_lines, result_flagged_error
 from ctxpack.toolpairs import LEGACY_SLOT, Pairing, calls_of, pair, parse_arguments
@@ -101,7 +102,9 @@ def message_facts(
         paths = paths_in_text(body)
         values = values_in(body)
         identifiers = [*identifiers_in(body), *versions_in(body)]
-        if role == "user":
+        if role == "user" and not is_summary(msg):
+            # A compaction's summary (ours, another agent's) rides in a user
+            # turn, but its words are not the user's.
             directives = directives_in(body)
     urls = urls_in(body)
     commands: list[str] = []
@@ -253,7 +256,13 @@ class FactMemo:
         if found is None:
             # Everything message_facts reads of the message.
             role = m.role(msg)
-            kind = "result" if role in ("tool", "function") else "user" if role == "user" else ""
+            kind = (
+                "result"
+                if role in ("tool", "function")
+                else ("summary" if is_summary(msg) else "user")
+                if role == "user"
+                else ""
+            )
             flagged = kind == "result" and result_flagged_error(msg)
             key = (kind, flagged, body, tuple(raw for raw, _ in calls))
             found = self._by_content.get(key)

@@ -123,6 +123,8 @@ def to_template(body: str) -> Merged | None:
         return None
     source = "Claude Code" if _CLAUDE_OPENING in body else "another agent"
     lines = _OPENING_RE.sub("", body, count=1).splitlines()
+    if body.lstrip().startswith(_SNAPSHOT_OPENING):
+        source, lines = "Gemini CLI", snapshot_markdown(body)
     left_out = 0
     start = next((i for i, line in enumerate(lines) if _SUMMARY_LINE_RE.match(line)), None)
     if start is not None:
@@ -153,6 +155,82 @@ def to_template(body: str) -> Merged | None:
     ledger = "\n".join([f"## {LEDGER_HEADING}", LEDGER_INTRO, *said]) if said else ""
     text = with_ledger(render_template(sections), ledger)
     return Merged(text, source, count, left_out)
+
+
+_SNAPSHOT_OPENING = "<state_snapshot>"
+# An element of Gemini CLI's snapshot: its tag, attributes and text.
+_ELEMENT_RE = re.compile(r"<(\w+)((?:\s[^<>]*)?)>(.*?)</\1\s*>", re.S)
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
+_STATUS_RE = re.compile(r"""status\s*=\s*["']([^"']*)["']""")
+# A plan's step marked as in the older snapshot's plan ("1. [DONE] …").
+_PLAN_STEP_RE = re.compile(r"^\s*(?:\d+[.)]\s*)?\[(DONE|IN PROGRESS|TODO)\]\s*(.+)$", re.I)
+# Where the snapshot's sections go, as the headings they become; a step of
+# its plan goes by its status.
+_SNAPSHOT_HEADINGS = {
+    "overall_goal": "Goal",
+    "active_constraints": "Constraints",
+    "key_knowledge": "Context",
+    "artifact_trail": "Files",
+    "file_system_state": "Files",
+    "recent_actions": "Completed",
+}
+_STEP_HEADINGS = {"done": "Completed", "in progress": "Current state", "todo": "Remaining work"}
+_STEP_SAID = {"done": "Done: ", "in progress": "In progress: "}
+
+
+def snapshot_markdown(body: str) -> list[str]:
+    """Gemini CLI's <state_snapshot> as markdown lines: a heading per section
+    (the names _TARGETS maps), an item per element or line in it. It is read
+    by pattern, not as XML: a step may hold "<-- CURRENT FOCUS"."""
+    text = _COMMENT_RE.sub("", body)
+    outer = _ELEMENT_RE.search(text)
+    inner = outer.group(3) if outer is not None and outer.group(1) == "state_snapshot" else text
+    blocks: dict[str, list[str]] = {}
+    for tag, _, content in _ELEMENT_RE.findall(inner):
+        children = _ELEMENT_RE.findall(content)
+        if tag in ("task_state", "current_plan"):
+            steps = (
+                [(_status(attrs), " ".join(text.split())) for _, attrs, text in children]
+                if children
+                else [_plan_step(line) for line in content.splitlines() if line.strip()]
+            )
+            for status, step in steps:
+                heading = _STEP_HEADINGS.get(status, "Current state")
+                blocks.setdefault(heading, []).append(_STEP_SAID.get(status, "") + step)
+            continue
+        heading = _SNAPSHOT_HEADINGS.get(tag, tag.replace("_", " ").capitalize())
+        items = blocks.setdefault(heading, [])
+        if not children:
+            items.extend(
+                line.strip().lstrip("-*").strip() for line in content.splitlines() if line.strip()
+            )
+            continue
+        for name, _, child in children:
+            said = " ".join(child.split())
+            if name == "cwd":
+                blocks.setdefault("Context", []).append(f"Working directory: {said}")
+                continue
+            if name in ("created", "modified", "deleted", "read"):
+                said = f"{said} ({name})"
+            items.append(said)
+    return [
+        line
+        for heading, items in blocks.items()
+        if items
+        for line in (f"## {heading}", *(f"- {item}" for item in items if item), "")
+    ]
+
+
+def _status(attrs: str) -> str:
+    found = _STATUS_RE.search(attrs)
+    return " ".join(found.group(1).lower().replace("_", " ").split()) if found else ""
+
+
+def _plan_step(line: str) -> tuple[str, str]:
+    found = _PLAN_STEP_RE.match(line)
+    if found is None:
+        return "", line.strip().lstrip("-*").strip()
+    return found.group(1).lower(), found.group(2).strip()
 
 
 def _sections(lines: list[str]) -> tuple[Sections, int]:

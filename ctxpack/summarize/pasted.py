@@ -65,3 +65,25 @@ def _unfenced(text: str) -> str:
         elif not inside:
             out.append(line)
     return "\n".join(out)
+
+
+# A screen's frame: box drawing, blocks, braille spinners (a check mark may
+# be typed in a line of prose).
+_BOXED = re.compile("[\u2500-\u259f\u2800-\u28ff]")
+# What stands for a pasted screen left out of a quote.
+SCREEN_LEFT_OUT = "[a pasted screen]"
+
+
+def without_screens(text: str) -> str:
+    """`text` with each pasted terminal screen (box-drawn lines) left out and
+    marked: what a quote of a user's ask keeps. A screen holds nothing to
+    quote, where a pasted trace or table keeps its words."""
+    if _BOXED.search(text) is None:
+        return text
+    kept: list[str] = []
+    for line in text.split("\n"):
+        if not _BOXED.search(line):
+            kept.append(line)
+        elif not kept or kept[-1] != SCREEN_LEFT_OUT:
+            kept.append(SCREEN_LEFT_OUT)
+    return "\n".join(kept)

@@ -128,7 +128,7 @@ _WORD_RE = re.compile(r"[A-Za-z][\w'-]*")
 # What the ratio, version, date and region patterns all need: most of what a
 # user writes has no digit, and one search for one is cheaper than four scans.
 _DIGIT_RE = re.compile(r"\d")
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     [
         "the",
         "a",
@@ -308,11 +308,11 @@ def values_of(text: str) -> list[Value]:
     if digits:
         for mt in _RATIO_RE.finditer(text):
             name = mt.group(1).lower()
-            if name not in _STOP:
+            if name not in STOP_WORDS:
                 add(mt.start(), mt.end(), Value("ratio", frozenset({name}), mt.group(0)))
         for mt in _VERSION_RE.finditer(text):
             name = mt.group(1).lower()
-            if name not in _STOP:
+            if name not in STOP_WORDS:
                 add(mt.start(), mt.end(), Value("version", frozenset({name}), mt.group(0)))
     for shape, pattern in (
         ("date", _DATE_RE if digits else None),
@@ -341,11 +341,12 @@ def _context(text: str, start: int) -> frozenset[str]:
     # The clause is what follows the last stop before the value.
     clause = text[max(text.rfind(stop, 0, start) for stop in _CLAUSE_STOPS) + 1 : start]
     words = [w.lower() for w in _WORD_RE.findall(clause)]
-    content = [w for w in words if w not in _STOP and len(w) > 1]
-    return frozenset(_stem(w) for w in content[-_CONTEXT_WORDS:])
+    content = [w for w in words if w not in STOP_WORDS and len(w) > 1]
+    return frozenset(stem(w) for w in content[-_CONTEXT_WORDS:])
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word's crude stem: its first five letters, or itself without a plural s."""
     return word[:5] if len(word) > 5 else word.rstrip("s")
 
 

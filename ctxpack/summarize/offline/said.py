@@ -11,6 +11,7 @@ from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
 from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import clip
+from ctxpack.summarize.pasted import without_screens
 from ctxpack.transcript import Message
 
 _DECISION_RE = re.compile(
@@ -35,6 +36,9 @@ MAX_QUOTE = 240
 _ITEM_RE = re.compile(r"([ \t]*)(?:[-*•+]|\d{1,3}[.)])[ \t]+(\S.*)")
 MAX_ITEM = 100
 MAX_REPLY = 160
+# An ask this short ("yes", "ok, go ahead") says what it means only with the
+# question the assistant asked just before it.
+MAX_SHORT_ASK = 24
 
 
 class Ask:
@@ -52,12 +56,20 @@ class Ask:
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = clip(self._raw, self._limit)
+            self._text = clip(without_screens(self._raw), self._limit)
         return self._text
 
     @property
     def reply(self) -> str | None:
         return self._replies.after(self.index)
+
+    @property
+    def answering(self) -> str | None:
+        """The question the assistant asked right before a short ask, which
+        the ask answers ("yes" to "Should I add the same aliases?")."""
+        if len(self._raw.strip()) > MAX_SHORT_ASK:
+            return None
+        return self._replies.question_before(self.index)
 
     @property
     def answered(self) -> bool:
@@ -173,6 +185,26 @@ class Replies:
             elif role == "user" and not m.is_tool_result(msg):
                 user_since = True
         self._quoted: dict[int, str] = {}
+        # The assistant's last visible text before each message, if the user
+        # has not spoken since.
+        self._before: list[int | None] = [None] * len(middle)
+        last: int | None = None
+        for index, msg in enumerate(middle):
+            self._before[index] = last
+            role, text = m.role(msg), texts[index]
+            if role == "assistant" and text and not text.isspace():
+                last = index
+            elif role == "user" and not m.is_tool_result(msg):
+                last = None
+
+    def question_before(self, index: int) -> str | None:
+        """The last question the assistant asked before the message at
+        `index`, with no word from the user in between."""
+        at = self._before[index]
+        if at is None:
+            return None
+        asked = [said for said in sentences(self._texts[at]) if said.endswith("?")]
+        return clip(asked[-1], MAX_QUOTE) if asked else None
 
     def next_of(self, index: int) -> int | None:
         return self._next[index]

@@ -14,7 +14,7 @@ from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE
+from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
@@ -42,6 +42,12 @@ def progress_line(recorded: int, failed: int) -> str:
 
 def quote(text: str) -> str:
     return '"' + text.replace('"', "'") + '"'
+
+
+def ask_quoted(ask: Ask) -> str:
+    """An ask as the record quotes it: a short one with the question it answers."""
+    question = ask.answering
+    return quote(ask.text) + (f" (answering {quote(question)})" if question else "")
 
 
 def when(date: str | None) -> str:
@@ -152,7 +158,7 @@ def _resolved(scan: Scan) -> list[Item]:
 def _snapshot(scan: Scan, date: str | None, focus: str | None, done: list[Action]) -> list[Item]:
     items = []
     if scan.asks:
-        ask = quote(scan.asks[-1].text)
+        ask = ask_quoted(scan.asks[-1])
         items.append(Item(f"- {when(date)}, the latest user request in these turns was: {ask}"))
     if done:
         failed = sum(1 for a in done if a.failed and not a.aborted)
@@ -178,7 +184,7 @@ def _goal(scan: Scan, asked_before: bool, update: bool) -> list[Item]:
         said = "The user's first ask is kept before this record; in these turns, they then asked"
     else:
         said = "The user first asked"
-    return [Item(f"- {said}: {quote(scan.asks[0].text)}", order=0)]
+    return [Item(f"- {said}: {ask_quoted(scan.asks[0])}", order=0)]
 
 
 def head_goal(head: Sequence[Message]) -> list[Item]:
@@ -317,7 +323,7 @@ def _blocked(done: list[Action], later_ok: set[str]) -> list[Item]:
 
 def _pending(scan: Scan) -> list[Item]:
     items = [
-        Item(f"- {quote(ask.text)} (no reply recorded in these turns)")
+        Item(f"- {ask_quoted(ask)} (no reply recorded in these turns)")
         for ask in reversed(scan.asks)
         if not ask.answered
     ]

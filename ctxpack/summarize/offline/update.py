@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ctxpack.facts.match import collapse
 from ctxpack.summarize.ledger import LEDGER_HEADING
-from ctxpack.summarize.offline.actions import VERBS, head_of
+from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
@@ -30,7 +30,8 @@ from ctxpack.summarize.offline.sections import (
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
-from ctxpack.summarize.template import COMPLETED_ACTIONS, Sections, item_number
+from ctxpack.summarize.reversal import reverses
+from ctxpack.summarize.template import COMPLETED_ACTIONS, Sections, item_key, item_number
 
 _ACTION_ITEM_RE = re.compile(
     rf"^[-*]\s+(?:{'|'.join(VERBS.values())})\s+(.+?)(?: \(\d+ times\))? — "
@@ -39,6 +40,10 @@ _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
 _FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
 # How an earlier record's account of the state reads once it is history.
 EARLIER_STATE = "Earlier state: "
+# How a new rule that turns an earlier one around quotes it, and how much of it.
+REVERSED = "turns around the earlier rule "
+REVERSED_QUOTE = 80
+_MARKER_RE = re.compile(r"^[-*]\s+")
 _QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
 
 
@@ -80,8 +85,8 @@ def merge_previous(
         snapshot = unique(_old(kept), snapshot)
     merged["Historical Task Snapshot"] = snapshot
     merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
-    merged["Constraints & Preferences"] = unique(
-        _old(old["Constraints & Preferences"]), new["Constraints & Preferences"]
+    merged["Constraints & Preferences"] = _rules(
+        old["Constraints & Preferences"], new["Constraints & Preferences"]
     )
     merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
     merged["Active State"] = new["Active State"] or _old(old["Active State"])
@@ -142,6 +147,32 @@ def merge_previous(
         new["Critical Context"], _old(old["Critical Context"]), _old(foreign)
     )
     return merged
+
+
+def _rules(old: list[str], new: list[Item]) -> list[Item]:
+    """The earlier record's rules, then the new ones. A new rule that turns an
+    earlier one around (reversal.py) takes that one's place, quoting it, and
+    is the first kept when the room runs short: the rule in force is the one
+    read, and the earliest words still come first."""
+    rules: list[tuple[bool, Item]] = []  # (a turn, the item)
+    used: list[Item] = []
+    for text in old:
+        later = next((item for item in new if item not in used and reverses(text, item.text)), None)
+        if later is None:
+            rules.append((False, Item(text)))
+            continue
+        used.append(later)
+        earlier = clip(_MARKER_RE.sub("", text, count=1), REVERSED_QUOTE)
+        rules.append((True, replace(later, text=f'{later.text} ({REVERSED}"{earlier}")')))
+    rules += [(False, item) for item in new if item not in used]
+    seen: set[str] = set()
+    shown: list[tuple[bool, Item]] = []
+    for turn, item in rules:
+        key = item_key(item.text)
+        if key not in seen:
+            seen.add(key)
+            shown.append((turn, replace(item, order=len(shown)) if used else item))
+    return [item for turn, item in shown if turn] + [item for turn, item in shown if not turn]
 
 
 def _earlier(item: str) -> str:
