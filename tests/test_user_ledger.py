@@ -236,7 +236,15 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("It's only a warning.", None),
         ("ok, let me try the light theme, then we should be good to go for a new release", None),
         ("That should now be fine.", None),
+        # A next step, the user's and the agent's, is a task (the real pi-mono
+        # session), and a hedged suggestion is no rule either.
+        ("then we should document it.", None),
+        ("we should tell people about custom tools here.", None),
+        ("should probably check against @packages/coding-agent/src/core/settings-manager.ts", None),
         # ... while the same words that set one still do.
+        ("We should use uv instead of pip.", "constraint"),
+        ("We should never push to main.", "constraint"),
+        ("We should only touch the parser.", "constraint"),
         ("I don't want travel insurance.", "constraint"),
         ("Don't have the parser return None.", "constraint"),
         ("The API must have pagination.", "constraint"),

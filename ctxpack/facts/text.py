@@ -85,8 +85,8 @@ DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:sto
 # remember, a guess ("there must be a way", "I must have left it"), a promise
 # of their own ("I'll make sure to find it"), a habit of the past, what a
 # thing does not do (a report of how it behaves, not how it should), how
-# many of a thing there are ("there's only one file left"), and how things
-# will likely stand ("then we should be good to go").
+# many of a thing there are ("there's only one file left"), how things
+# will likely stand ("then we should be good to go"), and a next step.
 _NOT_A_RULE_RE = re.compile(
     r"\b(?:i|we)(?:\s+(?:really|actually|just|still|honestly|currently))?\s+(?:do not|don['’]t)"
     r"(?:\s+(?:really|actually|even|currently))?"
@@ -99,7 +99,13 @@ _NOT_A_RULE_RE = re.compile(
     r"|\bnever ?mind\b|(?:['’]ve|\bhave|\bhas|\bhad) always\b|\bas always\b"
     r"|\bshould (?:now |then |probably )?be (?:good|fine|ok|okay|all set)\b"
     r"|\b(?:doesn['’]t|does not|didn['’]t|did not)\s+(?:work|change|adhere|exist|show|render"
-    r"|compile|run|happen|load|match|refund)\b",
+    r"|compile|run|happen|load|match|refund)\b"
+    # What the user and the agent should do next is a task, not a rule ("then
+    # we should document it"), unless it says how to work ("we should use uv",
+    # "we should never push"); so is a hedged suggestion ("should probably check").
+    r"|\bwe\s+should(?:\s+(?:probably|also|maybe|just|then|definitely))*\s+"
+    r"(?!(?:always|never|not|use|keep|stick|avoid|prefer|stay|follow|only)\b)[a-z]+"
+    r"|\bshould\s+probably\b",
     re.IGNORECASE,
 )
 # A message that is one slash command ("/mode", "/model:list") is for the
