@@ -21,6 +21,7 @@ import pytest
 from ctxpack.facts.text import sentences
 from ctxpack.summarize.offline.said import last_note, spoken
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
 from tests.builders import call, result
 from tests.conftest import SHARED, TAU_BENCH
 from tests.test_offline import section, summarize
@@ -245,15 +246,37 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
 
 
 def test_the_cli_record_of_the_pi_session_plans_what_was_left(tmp_path: Path) -> None:
+    """Each plan says which of the recorded actions came after it: a plan
+    that 197 actions followed is not what is left to do now."""
     record = cli_record(PI_LARGE, tmp_path)
     assert record["Historical Remaining Work"] == [
         "- The assistant planned: \"We'd need to add a separate `linkUrl` token if we want to"
-        ' style them differently."',
+        ' style them differently." (actions 191–218 followed)',
         '- The assistant planned: "The pattern is `new Markdown(text, paddingX, paddingY)` -'
         " need to add two more params: `undefined` for defaultTextStyle, and"
-        ' `defaultMarkdownTheme` for theme."',
+        ' `defaultMarkdownTheme` for theme." (actions 42–218 followed)',
         '- The assistant planned: "We need to provide a function that applies the appropriate'
-        ' theme color."',
+        ' theme color." (actions 21–218 followed)',
     ]
     # Screenshots' times ("Screenshot 2025-11-21 at 01.27.21.png") are no versions.
     assert not [line for line in record["Critical Context"] if line.startswith("- ID: 01.")]
+
+
+def test_a_plan_says_which_actions_followed_it(counter: TokenCounter) -> None:
+    """The Codex session's plan to export the transcript was carried out by
+    the call that came with it; a plan after the last action has none."""
+    export = call("c1", "bash", {"command": "bash export-session.sh ."})
+    middle: list[Message] = [
+        {"role": "user", "content": "apply for the grant"},
+        {**export, "content": "Next I'll export the session transcript, then read the README."},
+        result("c1", "exported to ./codex-session.jsonl"),
+        call("c2", "bash", {"command": "cat README.md"}),
+        result("c2", "# Grant"),
+        {"role": "assistant", "content": "Next I'll draft the application."},
+    ]
+    text = summarize(middle, counter).text
+    assert section(text, "Historical Remaining Work") == [
+        '- The assistant planned: "Next I\'ll draft the application."',
+        "- The assistant planned: \"Next I'll export the session transcript, then read the"
+        ' README." (actions 1–2 followed)',
+    ]

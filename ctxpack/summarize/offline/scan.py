@@ -37,6 +37,8 @@ class Scan:
     questions: list[Ask] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
+    # Where the assistant said each of next_steps (its message in the middle).
+    planned_at: list[int] = field(default_factory=list)
     last_note: str | None = None
     workdir: str | None = None
     file_marks: dict[str, list[str]] = field(default_factory=dict)
@@ -106,7 +108,9 @@ class _Fold:
             result.replied = True
             said.bodies.append(self._reader.texts[at])
             said.add(spoken[0], result.decisions, said.decisions)
+            planned = len(result.next_steps)
             said.add(spoken[1], result.next_steps, said.next_steps)
+            result.planned_at += [at] * (len(result.next_steps) - planned)
         if asked is not None:
             body, questions = asked
             result.said.append(body)

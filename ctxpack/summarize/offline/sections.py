@@ -130,10 +130,22 @@ def _sections(
         "Historical Pending User Asks": _pending(scan),
         "Relevant Files": file_items(file_marks(scan)),
         "Historical Remaining Work": [
-            Item(f"- The assistant planned: {quote(s)}") for s in reversed(scan.next_steps)
+            Item(f"- The assistant planned: {quote(step)}{_followed(numbered, at)}")
+            for step, at in reversed(list(zip(scan.next_steps, scan.planned_at, strict=True)))
         ],
         "Critical Context": _context(scan),
     }
+
+
+def _followed(numbered: list[tuple[int, Action]], at: int) -> str:
+    """Which of the numbered actions came after the words at `at` (its own
+    calls among them): a plan they may have carried out already."""
+    after = [n for n, action in numbered if action.index >= at]
+    if not after:
+        return ""
+    if len(after) == 1:
+        return f" (action {after[0]} followed)"
+    return f" (actions {after[0]}–{after[-1]} followed)"
 
 
 def _resolved(scan: Scan) -> list[Item]:
