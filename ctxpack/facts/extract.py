@@ -256,13 +256,12 @@ class FactMemo:
         if found is None:
             # Everything message_facts reads of the message.
             role = m.role(msg)
-            kind = (
-                "result"
-                if role in ("tool", "function")
-                else ("summary" if is_summary(msg) else "user")
-                if role == "user"
-                else ""
-            )
+            if role in ("tool", "function"):
+                kind = "result"
+            elif role == "user":
+                kind = "summary" if is_summary(msg) else "user"
+            else:
+                kind = ""
             flagged = kind == "result" and result_flagged_error(msg)
             key = (kind, flagged, body, tuple(raw for raw, _ in calls))
             found = self._by_content.get(key)

@@ -10,9 +10,12 @@ import re
 
 from ctxpack.facts.text import sentences
 
-# Characters a person does not type in prose: box drawing and blocks, tree
-# branches, braille spinners, the check marks and prompts of terminal tools.
-_SCREEN_CHARS = "\u2500-\u259f\u2800-\u28ff✔✖✓✗❯➜⎿"
+# Characters a person does not type in prose: a screen's frame (box drawing
+# and blocks, tree branches, braille spinners), and the check marks and
+# prompts of terminal tools. A quote of an ask leaves out the framed lines
+# only: a check mark may be typed in a line of prose.
+_FRAME_CHARS = "\u2500-\u259f\u2800-\u28ff"
+_SCREEN_CHARS = _FRAME_CHARS + "✔✖✓✗❯➜⎿"
 _SCREEN = re.compile(f"[{_SCREEN_CHARS}]")
 _PASTED_LINE = re.compile(
     r"""^\s*(?:
@@ -67,9 +70,7 @@ def _unfenced(text: str) -> str:
     return "\n".join(out)
 
 
-# A screen's frame: box drawing, blocks, braille spinners (a check mark may
-# be typed in a line of prose).
-_BOXED = re.compile("[\u2500-\u259f\u2800-\u28ff]")
+_FRAME = re.compile(f"[{_FRAME_CHARS}]")
 # What stands for a pasted screen left out of a quote.
 SCREEN_LEFT_OUT = "[a pasted screen]"
 
@@ -78,11 +79,11 @@ def without_screens(text: str) -> str:
     """`text` with each pasted terminal screen (box-drawn lines) left out and
     marked: what a quote of a user's ask keeps. A screen holds nothing to
     quote, where a pasted trace or table keeps its words."""
-    if _BOXED.search(text) is None:
+    if _FRAME.search(text) is None:
         return text
     kept: list[str] = []
     for line in text.split("\n"):
-        if not _BOXED.search(line):
+        if not _FRAME.search(line):
             kept.append(line)
         elif not kept or kept[-1] != SCREEN_LEFT_OUT:
             kept.append(SCREEN_LEFT_OUT)
