@@ -19,6 +19,7 @@ from ctxpack import formats
 from ctxpack.align.budget import Budget
 from ctxpack.errors import CtxpackError
 from ctxpack.evaluate.retention import EvalReport, FactCache, combine, evaluate_transcripts
+from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.tokens.counter import TokenCounter
 
@@ -36,12 +37,17 @@ def transcripts(roots: Iterable[Path]) -> list[Path]:
 def measure(
     path: Path, *, counter: TokenCounter, context_length: int, cache: FactCache
 ) -> EvalReport:
-    """Compress one file as the CLI does, write it, read it back, evaluate."""
-    original = formats.read(path.read_bytes(), path=str(path))
+    """Compress one file as the CLI does, write it, read it back, evaluate. A
+    malformed line is read past and kept, as `--skip-invalid` does (pi's older
+    session holds two JSON objects on one line)."""
+    options = ReadOptions(skip_invalid=True)
+    original = formats.read(path.read_bytes(), path=str(path), options=options)
     settings = CompressSettings(budget=Budget(context_length=context_length), force=True)
     result, _ = compress_transcript(original, counter=counter, settings=settings)
     fmt = None if formats.get(original.format).writable else "openai"
-    written = formats.read(formats.write(result, counter=counter, fmt=fmt), path="out", fmt=fmt)
+    written = formats.read(
+        formats.write(result, counter=counter, fmt=fmt), path="out", fmt=fmt, options=options
+    )
     report = combine(evaluate_transcripts(original, written, counter=counter, cache=cache))
     report.label = str(path)
     return report
