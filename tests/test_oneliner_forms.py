@@ -10,7 +10,7 @@ import pytest
 
 from ctxpack.prune.oneliners import duplicate_note, one_liner
 from ctxpack.standin import PRUNED_PREFIX, is_pruned
-from ctxpack.tooloutput import exit_code
+from ctxpack.tooloutput import exit_code, result_failed
 from ctxpack.tools import describe, normalize_command
 
 
@@ -59,9 +59,34 @@ def test_exit_code_patterns(output: str, code: int | None) -> None:
 
 
 def test_duplicate_note_is_short_and_recognisable() -> None:
-    note = duplicate_note(later=57, label="Bash `ls -la`", chars=12_345)
+    note = duplicate_note(later=57, label="Bash `ls -la`", output="x" * 12_345)
     assert note == f"{PRUNED_PREFIX} duplicate: same output as #57 (Bash `ls -la`; 12,345 chars)"
     assert is_pruned(note) and len(note) < 200
+
+
+# The real Gemini session tried one edit twice, and both failed alike.
+FAILED_EDIT = (
+    "Failed to edit, 0 occurrences found for old_string in packages/cli/src/ui/components/"
+    "TeamCreatorWizard.tsx. Ensure you're not escaping content incorrectly."
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "is_error", "ended", "failed"),
+    [
+        (FAILED_EDIT, False, " → error", True),
+        ("anything at all", True, " → error", True),
+        ("build broke\nExit code: 2", False, " → exit 2", True),
+        ("all fine\n" * 40, False, "", False),
+    ],
+)
+def test_a_duplicate_says_how_its_output_ended(
+    output: str, is_error: bool, ended: str, failed: bool
+) -> None:
+    """The copy of a failed run reads as failed wherever a stand-in is read."""
+    note = duplicate_note(later=9, label="replace a.tsx", output=output, is_error=is_error)
+    assert note.endswith(f"chars){ended}")
+    assert result_failed(f"{note}; ctxpack:0123456789") is failed
 
 
 @pytest.mark.parametrize(

@@ -72,9 +72,17 @@ def cite_full(ref: str, *, recall: bool, label: str = "full") -> str:
     return f"{label}: {ref}" if label else ref
 
 
-def duplicate_note(*, later: int, label: str, chars: int) -> str:
-    """Stand-in for an output repeated verbatim later in the transcript."""
-    return f"{PRUNED_PREFIX} duplicate: same output as #{later} ({label}; {chars:,} chars)"
+def duplicate_note(*, later: int, label: str, output: str, is_error: bool = False) -> str:
+    """Stand-in for an output repeated verbatim later in the transcript. It
+    says how the output ended, as a one-liner does: every later stage reads
+    the copy of a failed run as failed (two failed edits in a row are no
+    failure and a success)."""
+    facts = outputs.analyze(output, flagged=is_error)
+    status = ending(
+        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
+    )
+    note = f"{PRUNED_PREFIX} duplicate: same output as #{later} ({label}; {len(output):,} chars)"
+    return f"{note} → {status}" if status else note
 
 
 def _count(n: int, noun: str) -> str:

@@ -329,7 +329,9 @@ def _plan_output(
         reason = f"same output as #{later_copy}"
         if stale is not None:
             reason += f"; {stale.reason}"
-        note = duplicate_note(later=later_copy, label=info.label, chars=len(body))
+        note = duplicate_note(
+            later=later_copy, label=info.label, output=body, is_error=result_flagged_error(msg)
+        )
         cited = cite_full(ref_for_text(body), recall=settings.recall, label="")
         return {**msg, "content": f"{note}; {cited}"}, DEDUPE, tool, reason
     if stale is None and len(body) <= settings.output_chars:
