@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.statements import is_constraint
-from ctxpack.summarize.template import PREAMBLE, Sections, canonical_heading, empty_sections
+from ctxpack.summarize.template import (
+    PREAMBLE,
+    Sections,
+    canonical_heading,
+    empty_sections,
+    with_prefix,
+)
 from ctxpack.summarize.template import parse as parse_template
 from ctxpack.summarize.template import render as render_template
 
@@ -121,10 +127,11 @@ def to_template(body: str) -> Merged | None:
     None when it is ours already or holds no text."""
     if not body.strip() or is_ours(body):
         return None
-    source = "Claude Code" if _CLAUDE_OPENING in body else "another agent"
-    lines = _OPENING_RE.sub("", body, count=1).splitlines()
     if body.lstrip().startswith(_SNAPSHOT_OPENING):
         source, lines = "Gemini CLI", snapshot_markdown(body)
+    else:
+        source = "Claude Code" if _CLAUDE_OPENING in body else "another agent"
+        lines = _OPENING_RE.sub("", body, count=1).splitlines()
     left_out = 0
     start = next((i for i, line in enumerate(lines) if _SUMMARY_LINE_RE.match(line)), None)
     if start is not None:
@@ -258,7 +265,7 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
         request = title.lower() == _REQUEST
         for item in items:
             rule = request and is_constraint(item)
-            out["Constraints & Preferences" if rule else target].append(_prefixed(item, prefix))
+            out["Constraints & Preferences" if rule else target].append(with_prefix(item, prefix))
     return out, count
 
 
@@ -311,10 +318,3 @@ def _describes_the_summary_request(text: str) -> bool:
 
 def _unquoted(text: str) -> str:
     return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
-
-
-def _prefixed(item: str, prefix: str) -> str:
-    if not prefix:
-        return item
-    marker, _, rest = item.partition(" ")
-    return f"{marker} {prefix}{rest}"

@@ -124,6 +124,14 @@ def _items(lines: list[str]) -> list[str]:
     return ["\n".join(item).rstrip() for item in items]
 
 
+def with_prefix(item: str, prefix: str) -> str:
+    """A list item with `prefix` put before its text, after its marker."""
+    if not prefix:
+        return item
+    marker, _, text = item.partition(" ")
+    return f"{marker} {prefix}{text}"
+
+
 def item_key(item: str) -> str:
     """An item's identity for de-duplication: no marker, number or case."""
     return " ".join(_KEY_STRIP_RE.sub("", item).split()).lower()

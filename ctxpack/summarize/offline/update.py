@@ -31,7 +31,13 @@ from ctxpack.summarize.offline.sections import (
 )
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
 from ctxpack.summarize.reversal import reverses
-from ctxpack.summarize.template import COMPLETED_ACTIONS, Sections, item_key, item_number
+from ctxpack.summarize.template import (
+    COMPLETED_ACTIONS,
+    Sections,
+    item_key,
+    item_number,
+    with_prefix,
+)
 
 _ACTION_ITEM_RE = re.compile(
     rf"^[-*]\s+(?:{'|'.join(VERBS.values())})\s+(.+?)(?: \(\d+ times\))? — "
@@ -95,7 +101,7 @@ def merge_previous(
     # history now, unless a new action finished what it names.
     earlier_state = (
         [
-            _earlier(text)
+            with_prefix(text, EARLIER_STATE)
             for text in old["Active State"]
             if not TRACKED_STATE_RE.match(text) and not finished.covers(text)
         ]
@@ -173,12 +179,6 @@ def _rules(old: list[str], new: list[Item]) -> list[Item]:
             seen.add(key)
             shown.append((turn, replace(item, order=len(shown)) if used else item))
     return [item for turn, item in shown if turn] + [item for turn, item in shown if not turn]
-
-
-def _earlier(item: str) -> str:
-    """An earlier record's Active State item, said to be of then."""
-    marker, _, text = item.partition(" ")
-    return f"{marker} {EARLIER_STATE}{text}"
 
 
 def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
