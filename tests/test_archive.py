@@ -559,7 +559,8 @@ def test_an_open_compaction_is_stored_with_its_report_when_committed(
         )
     assert put_report == opened.id
     for rows in (
-        "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position",
+        "SELECT id, cited, origins, labels FROM compactions",
+        "SELECT blob, compaction FROM cites",
         "SELECT sha256, codec, data, size, base FROM blobs ORDER BY sha256",
     ):
         assert sql(db).execute(rows).fetchall() == sql(twin).execute(rows).fetchall()
@@ -586,21 +587,30 @@ def test_storing_a_compaction_again_cites_the_blobs_of_the_latest(tmp_path: Path
     db = tmp_path / "a.db"
     data = b"a\nb\nc\nd\n"
     output, blobs = simulate_compaction(data)
-    rows = "SELECT position, sha256, origin FROM compaction_blobs ORDER BY position"
     with Archive.open(str(db)) as store:
+
+        def cited() -> tuple[tuple[str, ...], list[str]]:
+            """The compaction's blobs in order, and the blobs `cites` pairs with it."""
+            (entry,) = store.log()
+            pairs = sql(db).execute(
+                "SELECT b.sha256 FROM cites t JOIN blobs b ON b.id = t.blob"
+                " WHERE t.compaction = ? ORDER BY 1",
+                (entry.id,),
+            )
+            return entry.blobs, [row[0] for row in pairs]
+
         first = put(store, data, output, blobs)
-        before = sql(db).execute(rows).fetchall()
+        before = cited()
+        assert before == (tuple(sha(b) for b in blobs), sorted({sha(b) for b in blobs}))
         # The same again: the same rows.
         assert put(store, data, output, blobs) == first
-        assert sql(db).execute(rows).fetchall() == before
+        assert cited() == before
         # The same output from other blobs (other settings): the latest's rows.
         assert put(store, data, output, blobs[:1]) == first
-        assert sql(db).execute(rows).fetchall() == before[:1]
+        assert cited() == (before[0][:1], [sha(blobs[0])])
         assert put(store, data, output, [*blobs, b"more"]) == first
-        assert [sha for _, sha, _ in sql(db).execute(rows)] == [
-            *(b for _, b, _ in before),
-            sha(b"more"),
-        ]
+        assert cited()[0] == (*before[0], sha(b"more"))
+        assert cited()[1] == sorted({*before[1], sha(b"more")})
 
 
 def test_only_blobs_no_compaction_cites_have_their_time_refreshed(tmp_path: Path) -> None:

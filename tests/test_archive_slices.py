@@ -49,7 +49,8 @@ def compacted(archived_session: dict[str, Path]) -> dict[str, Path | str]:
 def _row(archive: Path, ref: str) -> tuple[str, int, int, str | None]:
     with sqlite3.connect(archive) as conn:
         row = conn.execute(
-            "SELECT codec, size, length(data), base FROM blobs WHERE sha256 LIKE ?",
+            "SELECT b.codec, b.size, length(b.data), s.sha256 FROM blobs b"
+            " LEFT JOIN bases s ON s.id = b.base WHERE b.sha256 LIKE ?",
             (ref.removeprefix("ctxpack:") + "%",),
         ).fetchone()
     return row[0], row[1], row[2], row[3]
@@ -209,11 +210,16 @@ def test_check_reports_a_damaged_slice_table_and_a_missing_base(
     sha = turns.removeprefix("ctxpack:")
     with sqlite3.connect(path) as conn:
         [(data, base)] = conn.execute(
-            "SELECT data, base FROM blobs WHERE sha256 LIKE ?", (sha + "%",)
+            "SELECT b.data, s.sha256 FROM blobs b JOIN bases s ON s.id = b.base"
+            " WHERE b.sha256 LIKE ?",
+            (sha + "%",),
         ).fetchall()
         body = bytearray(zlib.decompress(data))
         body[8] ^= 0x01  # the first piece now starts elsewhere in the input
-        conn.execute("UPDATE blobs SET data = ? WHERE base = ?", (zlib.compress(bytes(body)), base))
+        conn.execute(
+            "UPDATE blobs SET data = ? WHERE base = (SELECT id FROM bases WHERE sha256 = ?)",
+            (zlib.compress(bytes(body)), base),
+        )
     with Archive.open(path) as store:
         assert any(f"blob {turns} is damaged" in problem for problem in store.check())
     with sqlite3.connect(path) as conn:

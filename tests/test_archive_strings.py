@@ -30,7 +30,10 @@ runner = CliRunner()
 
 def _rows(archive: Path) -> dict[str, tuple[str, int, int, str | None]]:
     with sqlite3.connect(archive) as conn:
-        rows = conn.execute("SELECT sha256, codec, size, length(data), base FROM blobs")
+        rows = conn.execute(
+            "SELECT b.sha256, b.codec, b.size, length(b.data), s.sha256 FROM blobs b"
+            " LEFT JOIN bases s ON s.id = b.base"
+        )
         return {sha: (codec, size, stored, base) for sha, codec, size, stored, base in rows}
 
 

@@ -7,6 +7,7 @@ import sqlite3
 import orjson
 
 from ctxpack.archive import slices
+from ctxpack.archive.citations import unpack_shas
 from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha
 from ctxpack.archive.packing import unpack
 
@@ -33,7 +34,8 @@ def _blob_problems(conn: sqlite3.Connection) -> list[str]:
     # come by their base, so that each base is decompressed once.
     base_sha, base, why = None, None, ""
     for sha, codec, size, packed, of in conn.execute(
-        "SELECT sha256, codec, size, data, base FROM blobs ORDER BY base IS NOT NULL, base"
+        "SELECT b.sha256, b.codec, b.size, b.data, s.sha256 FROM blobs b"
+        " LEFT JOIN bases s ON s.id = b.base ORDER BY b.base IS NOT NULL, b.base"
     ):
         if of is not None and of != base_sha:
             base_sha, (base, why) = of, _whole(conn, of)
@@ -71,12 +73,20 @@ def _reference_problems(conn: sqlite3.Connection) -> list[str]:
         problems.append(
             f"compaction {cid} ({source}): the original input {ref_of_sha(sha)} is missing"
         )
-    for cid, position, sha in conn.execute(
-        "SELECT cb.compaction_id, cb.position, cb.sha256 FROM compaction_blobs cb"
-        " WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = cb.sha256)"
-        " ORDER BY cb.compaction_id, cb.position"
-    ):
-        problems.append(f"compaction {cid}: blob #{position} {ref_of_sha(sha)} is missing")
+    for cid, cited in conn.execute("SELECT id, cited FROM compactions ORDER BY id").fetchall():
+        shas = unpack_shas(cited)
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT sha256 FROM blobs WHERE sha256 IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(list(set(shas))).decode(),),
+            )
+        }
+        problems += [
+            f"compaction {cid}: blob #{position} {ref_of_sha(sha)} is missing"
+            for position, sha in enumerate(shas)
+            if sha not in present
+        ]
     for cid, settings, report in conn.execute("SELECT id, settings, report FROM compactions"):
         for name, text in (("settings", settings), ("report", report)):
             try:

@@ -1,21 +1,43 @@
-"""The rows of one compaction: its id, the blobs it cites and where each came
-from, written with its report; and a compaction written in a transaction left
-open until its report is known."""
+"""The row of one compaction: its id, the blobs it cites and where each came
+from (citations.py), written with its report; and a compaction written in a
+transaction left open until its report is known."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from ctxpack.archive import citations
 from ctxpack.archive.db import translate
 from ctxpack.archive.lookup import COLUMNS
 from ctxpack.archive.packing import Coded, Packed
 from ctxpack.archive.types import Origin, compaction_id, dump_json
 from ctxpack.refs import Blob, sha256_hex
+
+CITES_AT_ONCE = 8192
+
+
+@dataclass(frozen=True)
+class CompactionWrites:
+    """What storing one compaction writes besides its new blobs."""
+
+    id: str
+    input_sha: str
+    # Its blobs by sha (the input's too), and those packed already (the input).
+    items: dict[str, Blob]
+    packed: dict[str, Coded]
+    # The compaction's row with a report's JSON, once its blobs are stored.
+    insert: Callable[[sqlite3.Connection, float, str], None]
+    # Makes what the row holds (insert makes it if not made yet): a long
+    # session's record has an origin for each of its messages, and the
+    # caller may have a moment to spare while its blobs are packed.
+    prepare: Callable[[], None]
 
 
 def compaction_writes(
@@ -27,17 +49,8 @@ def compaction_writes(
     settings: dict[str, Any],
     origins: Sequence[Origin | None] = (),
     input_packed: Packed | None = None,
-) -> tuple[
-    str,
-    str,
-    dict[str, Blob],
-    dict[str, Coded],
-    Callable[[sqlite3.Connection, float, str], None],
-]:
-    """A compaction's id, its input's sha, its blobs by sha (the input's
-    too), those packed already (`input_packed`: the input), and the insert
-    of its rows with a report's JSON: what Archive.record_compaction and
-    Archive.begin_compaction write."""
+) -> CompactionWrites:
+    """What Archive.record_compaction and Archive.begin_compaction write."""
     if len(origins) > len(blobs):
         raise ValueError("more origins than blobs")
     packed: dict[str, Coded] = {}
@@ -61,20 +74,30 @@ def compaction_writes(
     items.update(zip(blob_shas, blobs, strict=True))
     cid = compaction_id(input_sha, output_sha)
     settings_json = dump_json(settings)
+    made: list[tuple[bytes, bytes | None, str]] = []
 
-    def rows() -> Iterator[tuple[int, str, str | None]]:
-        """Each blob's row (its place, sha and origin), made as it is read:
-        a long session's record has one for each of its messages."""
-        for i, sha in enumerate(blob_shas):
-            origin = origins[i] if i < len(origins) else None
-            yield i, sha, dump_json(origin.to_dict()) if origin else None
+    def prepare() -> None:
+        if not made:
+            made.append(
+                (
+                    citations.pack_shas(blob_shas),
+                    citations.pack_origins(origins, len(blob_shas)) if origins else None,
+                    citations.labels_of(origins),
+                )
+            )
 
     def insert(tx: sqlite3.Connection, now: float, report_json: str) -> None:
+        """The compaction's row and its pairs in `cites` (its blobs stored already)."""
+        prepare()
+        cited, origins_packed, labels = made[0]
+        before = tx.execute("SELECT cited FROM compactions WHERE id = ?", (cid,)).fetchone()
         tx.execute(
-            f"INSERT INTO compactions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO compactions ({COLUMNS}, cited, origins, labels)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(id) DO UPDATE SET created = excluded.created,"
             " source_path = excluded.source_path, settings = excluded.settings,"
-            " report = excluded.report",
+            " report = excluded.report, cited = excluded.cited,"
+            " origins = excluded.origins, labels = excluded.labels",
             (
                 cid,
                 now,
@@ -85,29 +108,26 @@ def compaction_writes(
                 len(output_bytes),
                 settings_json,
                 report_json,
+                cited,
+                origins_packed,
+                labels,
             ),
         )
-        stored = tx.execute(
-            "SELECT position, sha256, origin FROM compaction_blobs"
-            " WHERE compaction_id = ? ORDER BY position",
-            (cid,),
-        )
-        # The same compaction stored again cites the same blobs from the
-        # same places: its rows stay (rewriting those of a long session's
-        # every message costs seconds).
-        try:
-            same = all(a == b for a, b in itertools.zip_longest(stored, rows()))
-        finally:
-            stored.close()
-        if not same:
-            tx.execute("DELETE FROM compaction_blobs WHERE compaction_id = ?", (cid,))
-            tx.executemany(
-                "INSERT INTO compaction_blobs (compaction_id, position, sha256, origin)"
-                " VALUES (?, ?, ?, ?)",
-                ((cid, *row) for row in rows()),
+        if before is not None and before[0] == cited:
+            return  # stored again: it cites what it cited
+        if before is not None:
+            tx.execute("DELETE FROM cites WHERE compaction = ?", (cid,))
+        distinct = list(dict.fromkeys(blob_shas))
+        # In stretches, each one JSON array that one statement reads: one
+        # statement per blob costs more than twice as long.
+        for start in range(0, len(distinct), CITES_AT_ONCE):
+            tx.execute(
+                "INSERT OR IGNORE INTO cites (blob, compaction)"
+                " SELECT b.id, ? FROM json_each(?) j JOIN blobs b ON b.sha256 = j.value",
+                (cid, orjson.dumps(distinct[start : start + CITES_AT_ONCE]).decode()),
             )
 
-    return cid, input_sha, items, packed, insert
+    return CompactionWrites(cid, input_sha, items, packed, insert, prepare)
 
 
 class OpenCompaction:

@@ -246,7 +246,70 @@ def _v4(conn: sqlite3.Connection) -> None:
     del conn
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+def _v5(conn: sqlite3.Connection) -> None:
+    # A long session's compaction cites a blob per replaced message: a row
+    # each, keyed by texts of 64 hex digits and indexed twice, came to more
+    # than the bytes stored. Now a compaction's row holds what it cites
+    # (citations.py), blobs have integer ids, `cites` pairs ids for the way
+    # back from a blob, and a part names its base by the id of a `bases` row,
+    # which outlives the base's blob so that a check can still name it.
+    from ctxpack.archive import citations  # it imports the archive's types, which import this
+
+    conn.execute("CREATE TABLE bases (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE)")
+    conn.execute(
+        "INSERT INTO bases (sha256) SELECT DISTINCT base FROM blobs WHERE base IS NOT NULL"
+    )
+    conn.execute(
+        """CREATE TABLE blobs_v5 (
+            id INTEGER PRIMARY KEY,
+            sha256 TEXT NOT NULL UNIQUE,
+            codec TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            touched REAL NOT NULL,
+            data BLOB NOT NULL,
+            base INTEGER REFERENCES bases(id)
+        )"""
+    )
+    conn.execute(
+        "INSERT INTO blobs_v5 (sha256, codec, size, touched, data, base)"
+        " SELECT b.sha256, b.codec, b.size, b.touched, b.data, s.id"
+        " FROM blobs b LEFT JOIN bases s ON s.sha256 = b.base ORDER BY b.rowid"
+    )
+    conn.execute("DROP TABLE blobs")
+    conn.execute("ALTER TABLE blobs_v5 RENAME TO blobs")
+    conn.execute("CREATE INDEX blobs_base ON blobs(base) WHERE base IS NOT NULL")
+    conn.execute("ALTER TABLE compactions ADD COLUMN cited BLOB NOT NULL DEFAULT x''")
+    conn.execute("ALTER TABLE compactions ADD COLUMN origins BLOB")
+    conn.execute("ALTER TABLE compactions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]'")
+    conn.execute(
+        "CREATE TABLE cites (blob INTEGER NOT NULL, compaction TEXT NOT NULL,"
+        " PRIMARY KEY (blob, compaction)) WITHOUT ROWID"
+    )
+    for (cid,) in conn.execute("SELECT id FROM compactions").fetchall():
+        rows = conn.execute(
+            "SELECT sha256, origin, json_extract(origin, '$.session_label')"
+            " FROM compaction_blobs WHERE compaction_id = ? ORDER BY position",
+            (cid,),
+        ).fetchall()
+        labels = sorted({label for *_, label in rows if isinstance(label, str) and label})
+        conn.execute(
+            "UPDATE compactions SET cited = ?, origins = ?, labels = ? WHERE id = ?",
+            (
+                citations.pack_shas([sha for sha, *_ in rows]),
+                citations.pack_lines([origin for _, origin, _ in rows]),
+                citations.labels_json(labels),
+                cid,
+            ),
+        )
+    conn.execute(
+        "INSERT OR IGNORE INTO cites (blob, compaction)"
+        " SELECT b.id, cb.compaction_id FROM compaction_blobs cb"
+        " JOIN blobs b ON b.sha256 = cb.sha256"
+    )
+    conn.execute("DROP TABLE compaction_blobs")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -269,6 +332,19 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         for step in MIGRATIONS[version:]:
             step(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    # A migration that rebuilt tables gives their old pages back.
+    give_back_free_pages(conn, checkpoint=False)
+
+
+def give_back_free_pages(conn: sqlite3.Connection, *, checkpoint: bool = True) -> None:
+    """Best effort, outside any transaction: hand the file's free pages back to
+    the disk and (`checkpoint`, which waits for other writers) shrink the WAL.
+    (The pragma frees one page per step of its statement: run as a script, it
+    runs to the end.)"""
+    with contextlib.suppress(sqlite3.Error):
+        conn.executescript("PRAGMA incremental_vacuum;")
+        if checkpoint:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 def drop_unused(tx: sqlite3.Connection, *, cutoff: float) -> int:
@@ -280,10 +356,14 @@ def drop_unused(tx: sqlite3.Connection, *, cutoff: float) -> int:
         count = tx.execute(
             "DELETE FROM blobs WHERE touched < ?"
             " AND NOT EXISTS (SELECT 1 FROM compactions c WHERE c.input_sha256 = blobs.sha256)"
-            " AND NOT EXISTS (SELECT 1 FROM compaction_blobs b WHERE b.sha256 = blobs.sha256)"
-            " AND NOT EXISTS (SELECT 1 FROM blobs d WHERE d.base = blobs.sha256)",
+            " AND NOT EXISTS (SELECT 1 FROM cites t WHERE t.blob = blobs.id)"
+            " AND NOT EXISTS (SELECT 1 FROM bases s JOIN blobs d ON d.base = s.id"
+            " WHERE s.sha256 = blobs.sha256)",
             (cutoff,),
         ).rowcount
         if not count:
+            tx.execute(
+                "DELETE FROM bases WHERE NOT EXISTS (SELECT 1 FROM blobs d WHERE d.base = bases.id)"
+            )
             return dropped
         dropped += count

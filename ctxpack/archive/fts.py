@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from ctxpack.archive.citations import unpack_shas
 from ctxpack.archive.db import write_tx
 from ctxpack.errors import UsageError
 
@@ -79,12 +80,12 @@ def drop_all(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM fts_docs")
 
 
-def _redacted_shas_sql() -> str:
-    # Blobs cited by a compaction made with --redact: indexed as recall shows them.
-    return (
-        "SELECT cb.sha256 FROM compaction_blobs cb JOIN compactions c"
-        " ON c.id = cb.compaction_id WHERE json_extract(c.settings, '$.redact') = 1"
-    )
+def _redacted_shas(conn: sqlite3.Connection) -> set[str]:
+    """Blobs cited by a compaction made with --redact: indexed as recall shows them."""
+    rows = conn.execute(
+        "SELECT cited FROM compactions WHERE json_extract(settings, '$.redact') = 1"
+    ).fetchall()
+    return {sha for (cited,) in rows for sha in unpack_shas(cited)}
 
 
 def index_pending(conn: sqlite3.Connection, *, view: Callable[[str, bool], str]) -> IndexRun:
@@ -93,13 +94,13 @@ def index_pending(conn: sqlite3.Connection, *, view: Callable[[str, bool], str])
     is the blob's text as recall returns it."""
     started = time.perf_counter()
     ensure_tables(conn)
-    redacted = {row[0] for row in conn.execute(_redacted_shas_sql())}
+    redacted = _redacted_shas(conn)
     todo = [
         row[0]
         for row in conn.execute(
-            "SELECT DISTINCT cb.sha256 FROM compaction_blobs cb"
-            " JOIN blobs b ON b.sha256 = cb.sha256"
-            " WHERE NOT EXISTS (SELECT 1 FROM fts_docs d WHERE d.sha256 = cb.sha256)"
+            "SELECT b.sha256 FROM blobs b"
+            " WHERE EXISTS (SELECT 1 FROM cites t WHERE t.blob = b.id)"
+            " AND NOT EXISTS (SELECT 1 FROM fts_docs d WHERE d.sha256 = b.sha256)"
         )
     ]
     stale = [

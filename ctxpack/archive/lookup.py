@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ctxpack.archive.citations import unpack_shas
 from ctxpack.archive.types import Compaction, load_json
 from ctxpack.refs import sha256_hex
 
@@ -27,11 +28,8 @@ def chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
 def compactions(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[Compaction]:
     """The compactions a clause after FROM selects, each with its blobs in order."""
     out = []
-    for row in conn.execute(f"SELECT {COLUMNS} FROM compactions {where}", params).fetchall():
-        shas = conn.execute(
-            "SELECT sha256 FROM compaction_blobs WHERE compaction_id = ? ORDER BY position",
-            (row[0],),
-        ).fetchall()
+    rows = conn.execute(f"SELECT {COLUMNS}, cited FROM compactions {where}", params).fetchall()
+    for row in rows:
         out.append(
             Compaction(
                 id=row[0],
@@ -41,7 +39,7 @@ def compactions(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -
                 input_size=row[4],
                 output_sha256=row[5],
                 output_size=row[6],
-                blobs=tuple(s[0] for s in shas),
+                blobs=unpack_shas(row[9]),
                 settings=load_json(row[7]),
                 report=load_json(row[8]),
             )

@@ -60,25 +60,36 @@ def packed_ahead(data: bytes) -> Packed:
     return sha256_hex(data), codec, b"" if codec == "raw" else packed
 
 
-# A blob row: (sha256, codec, packed bytes, size unpacked, touched, base or None).
-BlobRow = tuple[str, str, bytes | bytearray, int, float, str | None]
+# A blob row: (sha256, codec, packed bytes, size unpacked).
+BlobRow = tuple[str, str, bytes | bytearray, int]
 
 
-def insert_blobs(tx: sqlite3.Connection, rows: list[BlobRow], *, replace: bool = False) -> None:
-    """Insert blob rows, leaving those stored already (`replace`: insert
-    anew, for a row known to be gone). A large one's bytes are written a
-    stretch at a time into room made for them: bound whole, SQLite copies
-    them and builds its record of them, twice their size at once."""
+def insert_blobs(
+    tx: sqlite3.Connection,
+    rows: list[BlobRow],
+    *,
+    now: float,
+    base: str | None = None,
+    replace: bool = False,
+) -> None:
+    """Insert blob rows touched `now`, leaving those stored already
+    (`replace`: insert anew, for a row known to be gone). `base`: the blob
+    they are parts of (stored already), named by the id of its row in
+    `bases`. A large one's bytes are written a stretch at a time into room
+    made for them: bound whole, SQLite copies them and builds its record of
+    them, twice their size at once."""
     verb = "INSERT" if replace else "INSERT OR IGNORE"
-    columns = "(sha256, codec, data, size, touched, base)"
-    small = [row for row in rows if len(row[2]) < LARGE_BLOB]
-    tx.executemany(f"{verb} INTO blobs {columns} VALUES (?, ?, ?, ?, ?, ?)", small)
-    for sha, codec, packed, size, now, base in rows:
+    of = None if base is None else base_id(tx, base)
+    sql = f"{verb} INTO blobs (sha256, codec, data, size, touched, base) VALUES"
+    tx.executemany(
+        f"{sql} (?, ?, ?, ?, ?, ?)",
+        ((*row, now, of) for row in rows if len(row[2]) < LARGE_BLOB),
+    )
+    for sha, codec, packed, size in rows:
         if len(packed) < LARGE_BLOB:
             continue
         cursor = tx.execute(
-            f"{verb} INTO blobs {columns} VALUES (?, ?, zeroblob(?), ?, ?, ?)",
-            (sha, codec, len(packed), size, now, base),
+            f"{sql} (?, ?, zeroblob(?), ?, ?, ?)", (sha, codec, len(packed), size, now, of)
         )
         if cursor.rowcount < 1 or cursor.lastrowid is None:
             continue  # stored already
@@ -86,6 +97,12 @@ def insert_blobs(tx: sqlite3.Connection, rows: list[BlobRow], *, replace: bool =
         with tx.blobopen("blobs", "data", cursor.lastrowid) as blob:
             for start in range(0, len(packed), _STEP):
                 blob.write(view[start : start + _STEP])
+
+
+def base_id(tx: sqlite3.Connection, sha: str) -> int:
+    """The id of the `bases` row that names `sha`, made if there is none."""
+    tx.execute("INSERT OR IGNORE INTO bases (sha256) VALUES (?)", (sha,))
+    return int(tx.execute("SELECT id FROM bases WHERE sha256 = ?", (sha,)).fetchone()[0])
 
 
 def pack_all(items: list[Blob]) -> list[Coded]:

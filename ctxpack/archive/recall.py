@@ -13,11 +13,15 @@ compaction's output was.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+import orjson
+
 from ctxpack.archive import fts
+from ctxpack.archive.citations import Origins, positions_of, unpack_shas
 from ctxpack.archive.db import ref_of_sha, translate
 from ctxpack.archive.store import Archive
 from ctxpack.archive.types import Compaction, Origin, load_json
@@ -33,6 +37,7 @@ MAX_HITS = 100
 DEFAULT_COMPACTIONS = 20
 MAX_COMPACTIONS = 100
 BLOBS_LISTED = 100  # per compaction in `compactions`
+ORIGINS_KEPT = 4  # compactions whose origins a Recall keeps read
 SNIPPET_CHARS = 160
 ORIGINAL = "original transcript"
 UNKNOWN = "unknown (archived before ctxpack recorded origins)"
@@ -130,6 +135,10 @@ class Hit:
 class Recall(Archive):
     """Read access to one archive file; use as a context manager."""
 
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        super().__init__(conn, path)
+        self._read_origins: dict[str, tuple[bytes | None, Origins]] = {}
+
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Self:
         """The archive at `path` (else $CTXPACK_ARCHIVE, else the XDG default);
@@ -175,18 +184,31 @@ class Recall(Archive):
     def sources(self, sha: str) -> list[Source]:
         """Every compaction that cites the blob, newest first."""
         with translate(self.path):
-            rows = self._conn.execute(
-                "SELECT c.id, c.created, c.source_path, c.settings, cb.origin, 0"
-                " FROM compaction_blobs cb JOIN compactions c ON c.id = cb.compaction_id"
-                " WHERE cb.sha256 = ?"
-                " UNION ALL SELECT id, created, source_path, settings, NULL, 1"
-                " FROM compactions WHERE input_sha256 = ?"
-                " ORDER BY 2 DESC",
-                (sha, sha),
+            cited = self._conn.execute(
+                "SELECT c.created, c.rowid, c.id, c.source_path, c.settings, c.cited, c.origins"
+                " FROM cites t JOIN compactions c ON c.id = t.compaction"
+                " WHERE t.blob = (SELECT id FROM blobs WHERE sha256 = ?)",
+                (sha,),
             ).fetchall()
+            inputs = self._conn.execute(
+                "SELECT created, rowid, id, source_path, settings FROM compactions"
+                " WHERE input_sha256 = ?",
+                (sha,),
+            ).fetchall()
+        # (created, is the input, the compaction's place, the blob's place, ...)
+        rows: list[tuple[float, int, int, int, str, str, str, str | None]] = []
+        for created, place, cid, source_path, settings, packed, origins in cited:
+            read = self._origins(cid, origins)
+            for position in positions_of(packed, sha):
+                rows.append(
+                    (created, 0, place, position, cid, source_path, settings, read.text(position))
+                )
+        for created, place, cid, source_path, settings in inputs:
+            rows.append((created, 1, place, 0, cid, source_path, settings, None))
+        rows.sort(key=lambda row: (-row[0], *row[1:4]))
         out: list[Source] = []
         seen: set[tuple[str, str | None]] = set()
-        for cid, created, source_path, settings, origin, is_input in rows:
+        for created, is_input, _, _, cid, source_path, settings, origin in rows:
             if (cid, origin) in seen:
                 continue
             seen.add((cid, origin))
@@ -202,6 +224,19 @@ class Recall(Archive):
                 )
             )
         return out
+
+    def _origins(self, cid: str, packed: bytes | None) -> Origins:
+        """A compaction's origins, read once: a search's hits often share one.
+        (Kept with the bytes they were read from: a compaction stored again
+        while a server runs may cite other blobs.)"""
+        kept = self._read_origins.get(cid)
+        if kept is not None and kept[0] == packed:
+            return kept[1]
+        if len(self._read_origins) >= ORIGINS_KEPT:
+            self._read_origins.pop(next(iter(self._read_origins)))
+        found = Origins.of(packed)
+        self._read_origins[cid] = (packed, found)
+        return found
 
     # search
 
@@ -260,16 +295,14 @@ class Recall(Archive):
 
     def _described(self, entry: Compaction) -> dict[str, Any]:
         with translate(self.path):
-            origins = dict(
-                self._conn.execute(
-                    "SELECT position, origin FROM compaction_blobs WHERE compaction_id = ?",
-                    (entry.id,),
-                ).fetchall()
-            )
+            (packed,) = self._conn.execute(
+                "SELECT origins FROM compactions WHERE id = ?", (entry.id,)
+            ).fetchone()
+        origins = self._origins(entry.id, packed)
         sizes = self._sizes([entry.input_sha256, *entry.blobs])
         blobs = []
         for position, sha in enumerate(entry.blobs[:BLOBS_LISTED]):
-            origin = origins.get(position)
+            origin = origins.text(position)
             where = Origin.from_dict(load_json(origin)).to_dict() if origin else {"kind": UNKNOWN}
             blobs.append({"ref": ref_of_sha(sha), "size": sizes.get(sha), **where})
         return {
@@ -305,30 +338,22 @@ class Recall(Archive):
         if not wanted:
             raise UsageError("session must not be empty: leave it out for every session")
         with translate(self.path):
-            rows = self._conn.execute("SELECT id, source_path FROM compactions").fetchall()
-            labelled = self._conn.execute(
-                "SELECT DISTINCT compaction_id FROM compaction_blobs"
-                " WHERE json_extract(origin, '$.session_label') = ?",
-                (wanted,),
-            ).fetchall()
-        ids = {row[0] for row in labelled}
-        for cid, source_path in rows:
+            rows = self._conn.execute("SELECT id, source_path, labels FROM compactions").fetchall()
+        ids = set()
+        for cid, source_path, labels in rows:
             name = Path(source_path).name
             stem = name.split(".", 1)[0]
-            if wanted in (source_path, name, stem):
+            if wanted in (source_path, name, stem) or wanted in orjson.loads(labels):
                 ids.add(cid)
         return ids
 
     def _shas_of(self, compaction_ids: set[str]) -> set[str]:
         with translate(self.path):
-            return {
-                row[0]
-                for row in self._conn.execute(
-                    "SELECT sha256 FROM compaction_blobs WHERE compaction_id IN"
-                    " (SELECT value FROM json_each(?))",
-                    (fts.json_array(compaction_ids),),
-                )
-            }
+            rows = self._conn.execute(
+                "SELECT cited FROM compactions WHERE id IN (SELECT value FROM json_each(?))",
+                (fts.json_array(compaction_ids),),
+            ).fetchall()
+        return {sha for (cited,) in rows for sha in unpack_shas(cited)}
 
 
 def snippet(line: str, words: list[str]) -> str:

@@ -27,6 +27,7 @@ from ctxpack.archive.db import (
     InvalidRef,
     connect,
     drop_unused,
+    give_back_free_pages,
     normalize_ref,
     ref_of_sha,
     resolve_path,
@@ -123,7 +124,9 @@ class Archive:
         sha = self.resolve(sha_or_ref)
         with translate(self.path):
             row = self._conn.execute(
-                "SELECT codec, data, base FROM blobs WHERE sha256 = ?", (sha,)
+                "SELECT b.codec, b.data, s.sha256 FROM blobs b"
+                " LEFT JOIN bases s ON s.id = b.base WHERE b.sha256 = ?",
+                (sha,),
             ).fetchone()
         if row is None:
             raise ArchiveMissing(f"no archived blob {ref_of_sha(sha)}", path=str(self.path))
@@ -217,16 +220,16 @@ class Archive:
         """Store everything needed to undo one compaction; return its id.
 
         `origins[i]`, where given, says where `blobs[i]` came from."""
-        cid, input_sha, items, packed, insert = compaction_writes(**parts)
+        made = compaction_writes(**parts)
         report_json = dump_json(report)
         self._store(
-            items,
-            then=lambda tx, now: insert(tx, now, report_json),
-            base=input_sha,
+            made.items,
+            then=lambda tx, now: made.insert(tx, now, report_json),
+            base=made.input_sha,
             cited=True,
-            packed=packed,
+            packed=made.packed,
         )
-        return cid
+        return made.id
 
     def begin_compaction(self, **parts: Unpack[CompactionParts]) -> OpenCompaction:
         """record_compaction for a caller still finishing the report: all
@@ -234,21 +237,23 @@ class Archive:
         for it) until the caller commits it with the report, or rolls it back."""
         if self._waiting is not None:
             raise RuntimeError("an open compaction is not part of an archive group")
-        cid, input_sha, items, packed, insert = compaction_writes(**parts)
-        writes = self._blob_writes(items, base=input_sha, packed=packed)
+        made = compaction_writes(**parts)
+        writes = self._blob_writes(made.items, base=made.input_sha, packed=made.packed)
         # A large input's new blobs are sliced and packed in a child while
-        # this process writes the compaction's rows (one per replaced message).
-        beside = len(items[input_sha]) >= PACK_BESIDE_MIN_BYTES
-        opened = OpenCompaction(self._conn, self.path, cid)
+        # this process makes the compaction's row (an origin per replaced message).
+        beside = len(made.items[made.input_sha]) >= PACK_BESIDE_MIN_BYTES
+        opened = OpenCompaction(self._conn, self.path, made.id)
         coding = writes.coding
         maker = forked.started(coding) if beside else contextlib.nullcontext(coding)
         with maker as coded, translate(self.path):
+            made.prepare()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                now = time.time()
                 # The report is not known yet: the row holds none until the commit.
-                insert(self._conn, now, "{}")
-                writes.inserts(coded(), cited=True)(self._conn, now)
+                insert = writes.inserts(
+                    coded(), cited=True, then=lambda tx, now: made.insert(tx, now, "{}")
+                )
+                insert(self._conn, time.time())
             except BaseException:
                 opened.rollback()
                 raise
@@ -325,18 +330,13 @@ class Archive:
         cutoff = (now or datetime.now(UTC)).timestamp() - older_than.total_seconds()
         with translate(self.path), write_tx(self._conn) as tx:
             removed = tx.execute("DELETE FROM compactions WHERE created < ?", (cutoff,)).rowcount
-            tx.execute(
-                "DELETE FROM compaction_blobs"
-                " WHERE compaction_id NOT IN (SELECT id FROM compactions)"
-            )
+            tx.execute("DELETE FROM cites WHERE compaction NOT IN (SELECT id FROM compactions)")
             dropped = drop_unused(tx, cutoff=cutoff)
             if dropped:
                 # The index cannot forget one blob without its text: start it over.
                 drop_all(tx)
-        # Best effort, after the commit: give freed pages back and shrink the WAL.
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.execute("PRAGMA incremental_vacuum").fetchall()
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        # After the commit: give freed pages back and shrink the WAL.
+        give_back_free_pages(self._conn)
         return int(removed)
 
     def stats(self) -> ArchiveStats:

@@ -66,28 +66,27 @@ class BlobWrites:
         `then`. `cited`: a compaction written in the same transaction cites
         every item."""
         items, known, packed = self.items, self.known, self.packed
-        fresh: list[tuple[str, str, bytes | bytearray, int, str | None]] = []
-        parts: list[tuple[str, str, bytes | bytearray, int, str | None]] = []
+        fresh: list[BlobRow] = []
+        parts: list[BlobRow] = []
         for sha, made in zip(self.new, coded, strict=True):
             if made is None:
-                fresh.append((sha, *packed[sha], len(items[sha]), None))
+                fresh.append((sha, *packed[sha], len(items[sha])))
             elif made[2]:
-                parts.append((sha, made[0], made[1], len(items[sha]), self.base))
+                parts.append((sha, made[0], made[1], len(items[sha])))
             else:
-                fresh.append((sha, made[0], made[1], len(items[sha]), None))
-        fresh += parts
+                fresh.append((sha, made[0], made[1], len(items[sha])))
 
         def write(tx: sqlite3.Connection, now: float) -> None:
-            insert_blobs(
-                tx, [(sha, codec, data, size, now, of) for sha, codec, data, size, of in fresh]
-            )
+            # The parts after their base: they name it by its row.
+            insert_blobs(tx, fresh, now=now)
+            insert_blobs(tx, parts, now=now, base=self.base)
             # A gc may have dropped a blob seen above; store it again (rare).
             # Only those can be missing: every other one was inserted just now.
             gone: list[BlobRow] = []
             for sha in known - stored_shas(tx, list(known)):
                 codec, data = pack(items[sha])
-                gone.append((sha, codec, data, len(items[sha]), now, None))
-            insert_blobs(tx, gone, replace=True)
+                gone.append((sha, codec, data, len(items[sha])))
+            insert_blobs(tx, gone, now=now, replace=True)
             # Refreshing the time keeps a re-used blob safe from the next gc.
             # gc drops only blobs nothing cites: those of a compaction need no
             # refresh, which would rewrite each whole row (a large input's
