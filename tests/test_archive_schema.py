@@ -184,3 +184,15 @@ def test_migration_and_gc_give_the_freed_pages_back(tmp_path: Path) -> None:
 def _free_pages(path: Path) -> int:
     with sqlite3.connect(path) as conn:
         return int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+
+
+def test_check_reports_a_damaged_list_of_citations(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    with Archive.open(path) as store:
+        first, second = _record(store)
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE compactions SET cited = substr(cited, 2) WHERE id = ?", (first,))
+            conn.execute("UPDATE compactions SET origins = x'00ff' WHERE id = ?", (second,))
+        assert sorted(store.check()) == sorted(
+            f"compaction {cid}: its list of cited blobs is damaged" for cid in (first, second)
+        )

@@ -7,7 +7,7 @@ import sqlite3
 import orjson
 
 from ctxpack.archive import slices
-from ctxpack.archive.citations import unpack_shas
+from ctxpack.archive.citations import DIGEST, Origins, unpack_shas
 from ctxpack.archive.db import ArchiveCorrupt, ref_of_sha
 from ctxpack.archive.packing import unpack
 
@@ -73,7 +73,11 @@ def _reference_problems(conn: sqlite3.Connection) -> list[str]:
         problems.append(
             f"compaction {cid} ({source}): the original input {ref_of_sha(sha)} is missing"
         )
-    for cid, cited in conn.execute("SELECT id, cited FROM compactions ORDER BY id").fetchall():
+    rows = conn.execute("SELECT id, cited, origins FROM compactions ORDER BY id").fetchall()
+    for cid, cited, origins in rows:
+        if len(cited) % DIGEST or not Origins.readable(origins, len(cited) // DIGEST):
+            problems.append(f"compaction {cid}: its list of cited blobs is damaged")
+            continue
         shas = unpack_shas(cited)
         present = {
             row[0]

@@ -90,6 +90,17 @@ class Origins:
         except zlib.error:
             return cls([])
 
+    @staticmethod
+    def readable(packed: bytes | None, count: int) -> bool:
+        """Whether packed origins (if any) read back as one line per cited blob."""
+        if packed is None:
+            return True
+        try:
+            lines = zlib.decompress(packed)
+        except zlib.error:
+            return False
+        return lines.count(b"\n") + 1 == count if lines else count == 0
+
     def text(self, position: int) -> str | None:
         """The origin's stored JSON (None where unknown)."""
         if position >= len(self.lines) or self.lines[position] == b"null":

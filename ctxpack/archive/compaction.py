@@ -5,6 +5,7 @@ transaction left open until its report is known."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ class CompactionWrites:
     # Makes what the row holds (insert makes it if not made yet): a long
     # session's record has an origin for each of its messages, and the
     # caller may have a moment to spare while its blobs are packed.
-    prepare: Callable[[], None]
+    prepare: Callable[[], object]
 
 
 def compaction_writes(
@@ -74,22 +75,19 @@ def compaction_writes(
     items.update(zip(blob_shas, blobs, strict=True))
     cid = compaction_id(input_sha, output_sha)
     settings_json = dump_json(settings)
-    made: list[tuple[bytes, bytes | None, str]] = []
 
-    def prepare() -> None:
-        if not made:
-            made.append(
-                (
-                    citations.pack_shas(blob_shas),
-                    citations.pack_origins(origins, len(blob_shas)) if origins else None,
-                    citations.labels_of(origins),
-                )
-            )
+    @functools.cache
+    def prepared() -> tuple[bytes, bytes | None, str]:
+        """What the row holds of the citations: digests, origins, labels."""
+        return (
+            citations.pack_shas(blob_shas),
+            citations.pack_origins(origins, len(blob_shas)) if origins else None,
+            citations.labels_of(origins),
+        )
 
     def insert(tx: sqlite3.Connection, now: float, report_json: str) -> None:
         """The compaction's row and its pairs in `cites` (its blobs stored already)."""
-        prepare()
-        cited, origins_packed, labels = made[0]
+        cited, origins_packed, labels = prepared()
         before = tx.execute("SELECT cited FROM compactions WHERE id = ?", (cid,)).fetchone()
         tx.execute(
             f"INSERT INTO compactions ({COLUMNS}, cited, origins, labels)"
@@ -127,7 +125,7 @@ def compaction_writes(
                 (cid, orjson.dumps(distinct[start : start + CITES_AT_ONCE]).decode()),
             )
 
-    return CompactionWrites(cid, input_sha, items, packed, insert, prepare)
+    return CompactionWrites(cid, input_sha, items, packed, insert, prepared)
 
 
 class OpenCompaction:
