@@ -182,10 +182,22 @@ def test_relative_and_traceback_paths_from_swe_agent() -> None:
         ("text/html", False),
         ("Data/Compute/Skills", False),
         ("https://superteam.fun/earn/grants/agentic-engineering", False),
+        # One word after a slash is a folder at the root only if it is one;
+        # the pi session's "/theme", "/new" and a sed's "/g" are none.
+        ("/theme", False),
+        ("/g", False),
+        ("/tmp", True),
+        ("/testbed", True),
+        ("/setup.sh", True),
     ],
 )
 def test_path_shapes(token: str, is_path: bool) -> None:
     assert looks_like_path(token) is is_path
+
+
+def test_slash_commands_named_in_a_sentence_are_no_paths() -> None:
+    text = "Type /theme to pick one, or /new to start over; the log is in /tmp/out.log"
+    assert extract_facts([{"role": "assistant", "content": text}]).paths == ["/tmp/out.log"]
 
 
 def test_locations_and_pytest_node_ids_name_their_file() -> None:
@@ -213,6 +225,12 @@ def test_version_numbers_are_not_paths_but_the_interpreter_is() -> None:
         # A time in a screenshot's name, a date: no version has a leading zero.
         ("Screenshot 2025-11-21 at 01.27.21.png", []),
         ("on 2024.05.23 at 10.01.2", []),
+        # A nested list's numbers (the pi session's markdown sample) are no versions;
+        # a release beside its neighbour, or beside its line, still is.
+        ("- Nested 2.1\n- Nested 2.2\n  - Double nested 2.2.1\n  - Double nested 2.2.2", []),
+        ("from 2.0.1 to 2.0.2", ["2.0.1", "2.0.2"]),
+        ("the 3.11 line: 3.11.4 and 3.11.5", ["3.11.4", "3.11.5"]),
+        ("section 4.2 and 4.2.1", ["4.2.1"]),
     ],
 )
 def test_a_version_s_numbers_have_no_leading_zero(text: str, versions: list[str]) -> None:

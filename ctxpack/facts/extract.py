@@ -36,6 +36,7 @@ from ctxpack.facts.text import (
     urls_in,
     values_in,
     versions_in,
+    without_outline_numbers,
 )
 from ctxpack.markers import is_summary
 from ctxpack.tokens import forked
@@ -101,7 +102,7 @@ def message_facts(
     else:
         paths = paths_in_text(body)
         values = values_in(body)
-        identifiers = [*identifiers_in(body), *versions_in(body)]
+        identifiers = [*identifiers_in(body), *without_outline_numbers(versions_in(body), body)]
         if role == "user" and not is_summary(msg):
             # A compaction's summary (ours, another agent's) rides in a user
             # turn, but its words are not the user's.

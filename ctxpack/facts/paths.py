@@ -32,6 +32,12 @@ _SEGMENT_RE = re.compile(r"[\w.@+~-]+")
 _SEGMENT_SPACED_RE = re.compile(r"[\w.@+~ -]+")
 _EXT_RE = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
 _LOCATION_SUFFIX = re.compile(r"(?::\d+)+$")
+# The folders at the root that sessions name alone. Any other one word after a
+# slash is a slash command (`/theme`, `/new`) or a regex's flags (`s/a/b/g`).
+_ROOT_WORDS = """tmp usr etc var opt home root srv mnt dev proc sys bin sbin lib lib64 boot run
+    media app apps workspace workspaces testbed repo repos data code src work project projects
+    build out dist Users Volumes private Applications Library System"""
+_ROOT_FOLDERS = frozenset(_ROOT_WORDS.split())
 # A pytest node id names its file first: tests/test_x.py::TestY::test_z
 _NODE_ID = re.compile(r"^([^:\s]+\.[A-Za-z]\w*)::\S+$")
 _INITIALS = re.compile(r"^[A-Z]\.[A-Z]$")  # "George R.R. Martin"
@@ -71,6 +77,8 @@ def looks_like_path(token: str, *, spaces: bool = False) -> bool:
     if token.startswith(("/", "~/", "./", "../")):
         body = token.lstrip("~./")
         segments = [s for s in body.split("/") if s]
+        if token[0] == "/" and len(segments) == 1 and "." not in body:
+            return segments[0] in _ROOT_FOLDERS
         pattern = _SEGMENT_SPACED_RE if spaces else _SEGMENT_RE
         return (
             bool(segments)

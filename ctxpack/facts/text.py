@@ -203,6 +203,28 @@ def versions_in(text: str) -> list[str]:
     return dedupe(mt.group(0) for mt in _VERSION_RE.finditer(text))
 
 
+def without_outline_numbers(versions: list[str], text: str) -> list[str]:
+    """`versions` (versions_in(text)) less the numbers of a nested list's items
+    or a document's sections: `2.2.1` where the text also numbers `2.2` and
+    `2.2.2`. Every part one digit, the parent and a sibling beside it: a
+    release named with its neighbours ("from 2.0.1 to 2.0.2") rarely has its
+    parent alone beside it too."""
+    found = set(versions)
+    return [v for v in versions if not _outline_number(v, text, found)]
+
+
+def _outline_number(version: str, text: str, found: set[str]) -> bool:
+    parts = version.split(".")
+    if len(parts) < 3 or not all(len(part) == 1 and part.isdigit() for part in parts):
+        return False
+    *parent, last = parts
+    siblings = {".".join([*parent, str(int(last) + step)]) for step in (-1, 1)}
+    if not siblings & found:
+        return False
+    alone = rf"(?<![\w.]){re.escape('.'.join(parent))}(?![\w]|\.\d)"
+    return re.search(alone, text) is not None
+
+
 def identifiers_in(text: str) -> list[str]:
     """UUIDs and hex ids with both digits and letters, in order; never the
     hex of an archive ref (`ctxpack:…`), which names archived text, not a thing
