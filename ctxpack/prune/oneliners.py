@@ -41,9 +41,7 @@ def one_liner(
     `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
     facts = outputs.analyze(output, flagged=is_error)
-    status = ending(
-        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
-    )
+    status = _ending(facts)
     quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts, arguments=arguments)
     size = f"output was {_count(facts.lines, 'line')}, {_count(facts.chars, 'char')}"
@@ -77,12 +75,16 @@ def duplicate_note(*, later: int, label: str, output: str, is_error: bool = Fals
     says how the output ended, as a one-liner does: every later stage reads
     the copy of a failed run as failed (two failed edits in a row are no
     failure and a success)."""
-    facts = outputs.analyze(output, flagged=is_error)
-    status = ending(
-        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
-    )
+    status = _ending(outputs.analyze(output, flagged=is_error))
     note = f"{PRUNED_PREFIX} duplicate: same output as #{later} ({label}; {len(output):,} chars)"
     return f"{note} → {status}" if status else note
+
+
+def _ending(facts: outputs.OutputFacts) -> str:
+    """How the output ended, as every stand-in says it."""
+    return ending(
+        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
+    )
 
 
 def _count(n: int, noun: str) -> str:

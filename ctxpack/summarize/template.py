@@ -132,9 +132,14 @@ def with_prefix(item: str, prefix: str) -> str:
     return f"{marker} {prefix}{text}"
 
 
+def item_text(item: str) -> str:
+    """A list item without its marker or number."""
+    return _KEY_STRIP_RE.sub("", item, count=1)
+
+
 def item_key(item: str) -> str:
     """An item's identity for de-duplication: no marker, number or case."""
-    return " ".join(_KEY_STRIP_RE.sub("", item).split()).lower()
+    return " ".join(item_text(item).split()).lower()
 
 
 def item_number(item: str) -> int | None:

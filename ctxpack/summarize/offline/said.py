@@ -162,6 +162,15 @@ def _announces_a_call(said: list[str], at: int) -> bool:
     return at == len(said) - 1 and announces(said[at])
 
 
+def _speaker(msg: Message, text: str) -> str:
+    """ "assistant" for a visible text of the assistant, "user" for the
+    user's words (not a tool result), "" for any other message."""
+    role = m.role(msg)
+    if role == "assistant" and text and not text.isspace():
+        return "assistant"
+    return "user" if role == "user" and not m.is_tool_result(msg) else ""
+
+
 class Replies:
     """The assistant's reply to a turn: the first sentence it wrote after it,
     unless that sentence announces a tool call (its text ends with it): then
@@ -170,6 +179,8 @@ class Replies:
 
     def __init__(self, middle: list[Message], texts: list[str]) -> None:
         self._texts = texts
+        # Who spoke in each message: the assistant (visible text), the user, or neither.
+        spoke = [_speaker(msg, text) for msg, text in zip(middle, texts, strict=True)]
         self._next: list[int | None] = [None] * len(middle)
         # Whether the user speaks between a message and the assistant's next text.
         self._user_before_next: list[bool] = [False] * len(middle)
@@ -178,23 +189,20 @@ class Replies:
         for index in range(len(middle) - 1, -1, -1):
             self._next[index] = upcoming
             self._user_before_next[index] = user_since
-            msg, text = middle[index], texts[index]
-            role = m.role(msg)
-            if role == "assistant" and text and not text.isspace():
+            if spoke[index] == "assistant":
                 upcoming, user_since = index, False
-            elif role == "user" and not m.is_tool_result(msg):
+            elif spoke[index] == "user":
                 user_since = True
         self._quoted: dict[int, str] = {}
         # The assistant's last visible text before each message, if the user
         # has not spoken since.
         self._before: list[int | None] = [None] * len(middle)
         last: int | None = None
-        for index, msg in enumerate(middle):
+        for index, who in enumerate(spoke):
             self._before[index] = last
-            role, text = m.role(msg), texts[index]
-            if role == "assistant" and text and not text.isspace():
+            if who == "assistant":
                 last = index
-            elif role == "user" and not m.is_tool_result(msg):
+            elif who == "user":
                 last = None
 
     def question_before(self, index: int) -> str | None:

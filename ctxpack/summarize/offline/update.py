@@ -36,6 +36,7 @@ from ctxpack.summarize.template import (
     Sections,
     item_key,
     item_number,
+    item_text,
     with_prefix,
 )
 
@@ -49,7 +50,6 @@ EARLIER_STATE = "Earlier state: "
 # How a new rule that turns an earlier one around quotes it, and how much of it.
 REVERSED = "turns around the earlier rule "
 REVERSED_QUOTE = 80
-_MARKER_RE = re.compile(r"^[-*]\s+")
 _QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
 
 
@@ -168,7 +168,7 @@ def _rules(old: list[str], new: list[Item]) -> list[Item]:
             rules.append((False, Item(text)))
             continue
         used.append(later)
-        earlier = clip(_MARKER_RE.sub("", text, count=1), REVERSED_QUOTE)
+        earlier = clip(item_text(text), REVERSED_QUOTE)
         rules.append((True, replace(later, text=f'{later.text} ({REVERSED}"{earlier}")')))
     rules += [(False, item) for item in new if item not in used]
     seen: set[str] = set()
