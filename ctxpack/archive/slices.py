@@ -189,11 +189,12 @@ def encode(base: bytes, data: Blob, index: LineIndex | None = None) -> bytes | N
 
 def sliced_items(items: dict[str, Blob], todo: list[str], *, base: bytes) -> dict[str, bytes]:
     """encode() against `base` (a base parts.py found usable) of each new item it pays for."""
-    if not any(len(items[sha]) >= MIN_SIZE for sha in todo):
+    large = [sha for sha in todo if len(items[sha]) >= MIN_SIZE]
+    if not large:
         return {}
     index = LineIndex(base)
     out: dict[str, bytes] = {}
-    for sha in todo:
+    for sha in large:
         packed = encode(base, items[sha], index)
         if packed is not None:
             out[sha] = packed

@@ -57,12 +57,13 @@ def _literal(data: Blob) -> bytes | None:
     data that is no such text, or too short to be worth a location."""
     if not isinstance(data, bytes) or len(data) < MIN_SIZE:
         return None
+    # Strict UTF-8 holds no lone surrogate, and orjson reads back exactly the
+    # text it wrote: decode() gives these very bytes again, unchecked here (a
+    # read checks every blob's sha256 all the same).
     try:
-        literal = orjson.dumps(data.decode("utf-8"))
+        return orjson.dumps(data.decode("utf-8"))
     except (UnicodeDecodeError, orjson.JSONEncodeError):
         return None
-    # Read back as decode() reads it: what is stored must come back as it was.
-    return literal if _text(literal) == data else None
 
 
 def decode(packed: bytes, base: bytes) -> bytes:
