@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ctxpack.archive import db, strings
+from ctxpack.archive import citations, db, strings
 from ctxpack.archive.citations import Origins
 from ctxpack.archive.recall import Recall
 from ctxpack.archive.store import Archive
@@ -196,3 +196,16 @@ def test_check_reports_a_damaged_list_of_citations(tmp_path: Path) -> None:
         assert sorted(store.check()) == sorted(
             f"compaction {cid}: its list of cited blobs is damaged" for cid in (first, second)
         )
+
+
+def test_origins_read_back_one_line_each_across_the_stretches_they_are_packed_in(
+    monkeypatch: Any,
+) -> None:
+    # Stretches of a few bytes: a stretch ends at every line, some exactly at the last.
+    monkeypatch.setattr(citations, "_STRETCH", 7)
+    for lines in ([], ["ab"], ["ab", "cd"], [None, "abcdefgh", "", None], ["abc"] * 8, ["abc"] * 9):
+        origins = Origins.of(citations.pack_lines(lines))
+        assert [origins.text(i) for i in range(len(lines))] == [
+            None if line is None else line for line in lines
+        ]
+        assert Origins.readable(citations.pack_lines(lines), len(lines))

@@ -20,6 +20,7 @@ from ctxpack.archive.types import Origin, dump_json
 DIGEST = 32
 # Origins are text read back rarely (recall, search): packed fast, not small.
 _LEVEL = 1
+_STRETCH = 1 << 20
 
 
 def pack_shas(shas: Iterable[str]) -> bytes:
@@ -57,10 +58,20 @@ def pack_lines(lines: Iterable[str | None]) -> bytes:
     a long session's record has one for each of its messages."""
     packer = zlib.compressobj(_LEVEL)
     packed = bytearray()
-    for i, line in enumerate(lines):
-        if i:
-            packed += packer.compress(b"\n")
-        packed += packer.compress(b"null" if line is None else line.encode())
+    # Handed to zlib a stretch at a time: a call per line cost more than the packing.
+    stretch: list[bytes] = []
+    size = 0
+    for line in lines:
+        data = b"null" if line is None else line.encode()
+        stretch.append(data)
+        size += len(data) + 1
+        if size >= _STRETCH:
+            # The line break before the next stretch's first line opens it.
+            packed += packer.compress(b"\n".join(stretch))
+            stretch = [b""]
+            size = 0
+    if stretch != [b""]:
+        packed += packer.compress(b"\n".join(stretch))
     packed += packer.flush()
     return bytes(packed)
 
