@@ -133,6 +133,7 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
         "- Maintain Apache-2.0 license headers and established React/Ink patterns.",
         "- Use exact brand colors: Claude Orange (#C15F3C), Gemini Purple (#A855F7), Antigravity"
         " Light Blue (#93C5FD), Gemma Blue (#60A5FA), Codex White (#FFFFFF).",
+        "- Standardize on the Gemini symbol (✦) for built-in/local agents.",
         # The user's first rule turns one of the snapshot's around, and is
         # kept first of the rest: the room ends here, before the user's "Please
         # stop grouping build & commit" (still in the ledger below).

@@ -9,8 +9,10 @@ text, before the user spoke again. Questions in a row that one reply answers
 are one line, the answer quoted once. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
-it), nor one that was not needed. A decision or a step that announces a list is
-quoted with it."""
+it), nor one that was not needed, and the assistant's own: not advice to the
+user nor a requirement on someone else. A decision or a step that announces a
+list is quoted with it. A plan names the actions of its own stretch: up to
+the user's next message after them, or the assistant's next plan."""
 
 from __future__ import annotations
 
@@ -238,6 +240,12 @@ def test_the_cli_record_of_the_pi_session_holds_no_guess_as_a_decision(tmp_path:
         ),
         ("They were already correct and I didn't need to change them.", []),
         ("There is no need to change the theme.", []),
+        # A step is the assistant's own: advice to the user, a requirement on
+        # someone else and a sign-off plan nothing (the airline and Gemini sessions).
+        ("You may need to contact a human agent for further assistance with this request.", []),
+        ("The cost difference will need to be covered using a payment method.", []),
+        ("If you need to cancel just one segment, I recommend contacting a human agent.", []),
+        ("Ready for next steps!", []),
     ],
 )
 def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
@@ -246,17 +254,19 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
 
 
 def test_the_cli_record_of_the_pi_session_plans_what_was_left(tmp_path: Path) -> None:
-    """Each plan says which of the recorded actions came after it: a plan
-    that 197 actions followed is not what is left to do now."""
+    """Each plan says which of the recorded actions carried it on: those up to
+    the user's next message after them (the theme function, its edits and
+    the build; the tests' fixes and their check; the link URL token, which
+    the user's "yes" asked for, up to its build), not every later one."""
     record = cli_record(PI_LARGE, tmp_path)
     assert record["Historical Remaining Work"] == [
         "- The assistant planned: \"We'd need to add a separate `linkUrl` token if we want to"
-        ' style them differently." (actions 191–218 followed)',
+        ' style them differently." (actions 191–206 followed)',
         '- The assistant planned: "The pattern is `new Markdown(text, paddingX, paddingY)` -'
         " need to add two more params: `undefined` for defaultTextStyle, and"
-        ' `defaultMarkdownTheme` for theme." (actions 42–218 followed)',
+        ' `defaultMarkdownTheme` for theme." (actions 42–94 followed)',
         '- The assistant planned: "We need to provide a function that applies the appropriate'
-        ' theme color." (actions 21–218 followed)',
+        ' theme color." (actions 21–29 followed)',
     ]
     # Screenshots' times ("Screenshot 2025-11-21 at 01.27.21.png") are no versions.
     assert not [line for line in record["Critical Context"] if line.startswith("- ID: 01.")]
@@ -279,4 +289,52 @@ def test_a_plan_says_which_actions_followed_it(counter: TokenCounter) -> None:
         '- The assistant planned: "Next I\'ll draft the application."',
         "- The assistant planned: \"Next I'll export the session transcript, then read the"
         ' README." (actions 1–2 followed)',
+    ]
+
+
+@pytest.mark.parametrize("at", [10, 34])
+def test_the_cli_record_of_an_airline_session_plans_none_of_the_user_s_steps(
+    tmp_path: Path, at: int
+) -> None:
+    """Advice and a requirement said to the user plan nothing: session 10's
+    "You may need to contact a human agent", session 34's "The cost
+    difference will need to be covered"."""
+    assert cli_record(TAU_BENCH, tmp_path, at=at)["Historical Remaining Work"] == []
+
+
+def test_the_cli_record_of_an_airline_session_ends_a_plan_where_the_user_spoke_again(
+    tmp_path: Path,
+) -> None:
+    """The user's answer (the reason) came before the lookups that carried
+    the plan out; the cancellation the user asked for next is no part of it."""
+    record = cli_record(TAU_BENCH, tmp_path, at=177)
+    assert record["Historical Remaining Work"] == [
+        "- The assistant planned: \"To proceed with the cancellation, I'll need to know the reason"
+        ' for cancellation for each reservation." (actions 1–3 followed)'
+    ]
+
+
+def test_a_plan_s_actions_end_at_the_next_plan_or_the_user_s_next_ask(
+    counter: TokenCounter,
+) -> None:
+    """The answer the user gave a plan comes before the actions that carry it
+    out; the assistant's next plan, or the user's next ask after them, starts
+    other work."""
+    middle: list[Message] = [
+        {"role": "user", "content": "cancel my trip"},
+        {"role": "assistant", "content": "I'll need to look up your reservation first."},
+        {"role": "user", "content": "my id is ZX9"},
+        call("c1", "get_reservation", {"id": "ZX9"}),
+        result("c1", "basic economy, booked yesterday"),
+        {"role": "assistant", "content": "Then I'll check the refund rules."},
+        call("c2", "get_rules", {"cabin": "basic"}),
+        result("c2", "refundable within 24 hours"),
+        {"role": "user", "content": "ok cancel it"},
+        call("c3", "cancel_reservation", {"id": "ZX9"}),
+        result("c3", "cancelled"),
+    ]
+    assert section(summarize(middle, counter).text, "Historical Remaining Work") == [
+        '- The assistant planned: "Then I\'ll check the refund rules." (action 2 followed)',
+        '- The assistant planned: "I\'ll need to look up your reservation first."'
+        " (action 1 followed)",
     ]

@@ -19,10 +19,24 @@ _DECISION_RE = re.compile(
     r"|I chose|switching to|opted for|I['’]ll go with)\b",
     re.IGNORECASE,
 )
+# A plan is the assistant's own next step. A need is one when said of "I" or
+# "we" ("I'll need to look up your reservation", "we still need to update
+# the docs") or of no one, as a note ("Need to add two params"): "you may
+# need to contact an agent" is advice, "the cost difference will need to be
+# covered" a requirement on someone else, "I didn't need to" no step at all.
+# "Next steps" is one where it heads what follows ("Next steps:", "My next
+# step is to..."), not in "Ready for next steps!" or "I'll guide you through
+# the next steps", which name the user's.
+_CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
+_OWN_NEED = (
+    r"(?:\b(?:I|we)(?:['’]ll|['’]d)?"
+    r"(?:\s+(?:will|would|shall|may|might|also|still|just|first|now|then|only|really))*\s+"
+    rf"|{_CLAUSE})(?:need to|still need)\b"
+)
 _NEXT_RE = re.compile(
-    r"\b(?:next(?: steps?|,| I\b| we\b| up\b)|then I['’]ll|then I will|still need"
-    r"|(?<!n't )(?<!n’t )(?<!\bno )need to"
-    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b",
+    r"\b(?:next(?:,| I\b| we\b| up\b)|then I['’]ll|then I will"
+    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b"
+    rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b|{_OWN_NEED}",
     re.IGNORECASE,
 )
 # A guess or a suggestion names another way without choosing it.

@@ -4,6 +4,7 @@ read as history, not as orders."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Collection, Sequence
 
@@ -129,23 +130,36 @@ def _sections(
         "Resolved Questions": _resolved(scan),
         "Historical Pending User Asks": _pending(scan),
         "Relevant Files": file_items(file_marks(scan)),
-        "Historical Remaining Work": [
-            Item(f"- The assistant planned: {quote(step)}{_followed(numbered, at)}")
-            for step, at in reversed(list(zip(scan.next_steps, scan.planned_at, strict=True)))
-        ],
+        "Historical Remaining Work": _planned(scan, numbered),
         "Critical Context": _context(scan),
     }
 
 
-def _followed(numbered: list[tuple[int, Action]], at: int) -> str:
-    """Which of the numbered actions came after the words at `at` (its own
-    calls among them): a plan they may have carried out already."""
-    after = [n for n, action in numbered if action.index >= at]
-    if not after:
-        return ""
-    if len(after) == 1:
-        return f" (action {after[0]} followed)"
-    return f" (actions {after[0]}–{after[-1]} followed)"
+def _planned(scan: Scan, numbered: list[tuple[int, Action]]) -> list[Item]:
+    """Each plan, newest first, with the actions of its own stretch: those
+    after it up to the user's next message or the assistant's next plan.
+    The user's answer to a plan (an id it asked for, a "yes") comes before
+    the actions that carry it out, so the stretch ends only at a message or
+    plan after its first action. Up to the end of the turns, an early plan
+    would claim every later action, and say nothing of which carried it out."""
+    at_of = [action.index for _, action in numbered]
+    ends = sorted({ask.index for ask in scan.asks} | set(scan.planned_at))
+    items = []
+    for step, at in zip(scan.next_steps, scan.planned_at, strict=True):
+        first = bisect.bisect_left(at_of, at)
+        followed = ""
+        if first < len(at_of):
+            end = bisect.bisect_right(ends, at_of[first])
+            last = bisect.bisect_left(at_of, ends[end]) - 1 if end < len(ends) else len(at_of) - 1
+            followed = _followed(numbered[first][0], numbered[last][0])
+        items.append(Item(f"- The assistant planned: {quote(step)}{followed}"))
+    return items[::-1]
+
+
+def _followed(first: int, last: int) -> str:
+    if first == last:
+        return f" (action {first} followed)"
+    return f" (actions {first}–{last} followed)"
 
 
 def _resolved(scan: Scan) -> list[Item]:
