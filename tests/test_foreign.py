@@ -371,3 +371,21 @@ def test_the_request_to_summarize_is_no_user_message(item: str, kept: bool) -> N
     assert merged is not None
     expected = ["Write a log parser", item.strip('"')] if kept else ["Write a log parser"]
     assert previous_entries(merged.text) == expected
+
+
+def test_the_other_agents_first_person_is_quoted_as_its_words() -> None:
+    """A model resuming from the record would take the other agent's "I" for
+    itself; the user's "I", in quotes, and a name in code are no such voice."""
+    body = CLAUDE.replace(
+        "   Running the parser tests after the leap-day fix.",
+        "   I was running the parser tests after the leap-day fix.\n"
+        '   - The user said "I need IPv6 too"\n'
+        "   - Renamed `my_parser` to `parser`",
+    )
+    merged = to_template(body)
+    assert merged is not None
+    assert _section(merged.text, "Active State") == [
+        '- The earlier summary said: "I was running the parser tests after the leap-day fix."',
+        '- The user said "I need IPv6 too"',
+        "- Renamed `my_parser` to `parser`",
+    ]

@@ -515,6 +515,26 @@ def test_an_update_keeps_an_earlier_account_of_the_state_as_history(
     assert "raw_instruction.txt" not in " ".join(section(text, "Historical In-Progress State"))
 
 
+def test_an_earlier_account_in_the_other_agents_voice_stays_attributed(
+    counter: TokenCounter,
+) -> None:
+    """Another agent's "I" in its account of the state is quoted as its
+    words, and stays so once that account is history."""
+    foreign = (
+        "[CONTEXT SUMMARY]\n## Goal\n- Write a regex for dates on lines with IPv4 addresses\n\n"
+        "## Current State\n- I was making the regex pass its last case. The steps were:\n"
+        "- Widened the day range to 29 for February\n"
+    )
+    merged = to_template(foreign)
+    assert merged is not None
+    text = summarize(claude_messages(OPUS)[1:-1], counter, previous_summary=merged.text).text
+    assert section(text, "Historical In-Progress State")[1:] == [
+        '- Earlier state: The earlier summary said: "I was making the regex pass its last case.'
+        ' The steps were:"',
+        "- Earlier state: Widened the day range to 29 for February",
+    ]
+
+
 def test_every_state_line_a_record_writes_is_one_an_update_replaces(
     counter: TokenCounter,
 ) -> None:

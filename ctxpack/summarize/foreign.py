@@ -17,6 +17,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
+from ctxpack.summarize.offline.sections import quote
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.statements import is_constraint
 from ctxpack.summarize.template import (
@@ -24,6 +25,7 @@ from ctxpack.summarize.template import (
     Sections,
     canonical_heading,
     empty_sections,
+    item_text,
     with_prefix,
 )
 from ctxpack.summarize.template import parse as parse_template
@@ -104,6 +106,14 @@ _ABOUT_THE_SUMMARY = re.compile(
     re.I,
 )
 _DESCRIBED_CHARS = 100
+# The other agent speaking of itself ("I was attempting to push", "we chose"):
+# outside what it quotes or shows as code, where "I" is someone else.
+_FIRST_PERSON_RE = re.compile(
+    r"\b(?:I(?:['’](?:m|ve|ll|d))?(?![/\w-])|[Ww]e(?:['’](?:re|ve|ll|d))?|[Mm]y|me|[Oo]urs?|us)\b"
+)
+_QUOTED_RE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
+# How an item in the other agent's own voice is attributed to it.
+SUMMARY_SAID = "The earlier summary said: "
 
 
 @dataclass(frozen=True)
@@ -265,8 +275,20 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
         request = title.lower() == _REQUEST
         for item in items:
             rule = request and is_constraint(item)
-            out["Constraints & Preferences" if rule else target].append(with_prefix(item, prefix))
+            said = item if target == LEDGER_HEADING else _attributed(item)
+            out["Constraints & Preferences" if rule else target].append(with_prefix(said, prefix))
     return out, count
+
+
+def _attributed(item: str) -> str:
+    """An item in which the other agent speaks as "I" or "we", quoted as its
+    words: a model resuming from the record would read that "I" as itself.
+    An item that spans lines has its first line quoted, the rest under it."""
+    head, newline, rest = item.partition("\n")
+    if not _FIRST_PERSON_RE.search(_QUOTED_RE.sub("", item_text(item))):
+        return item
+    marker = head[: len(head) - len(item_text(head))]
+    return f"{marker}{SUMMARY_SAID}{quote(item_text(head))}{newline}{rest}"
 
 
 def _target(title: str) -> str:
