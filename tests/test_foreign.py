@@ -306,7 +306,14 @@ def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> No
         ' persist, I want it to ask me every boot"',
     ]
     rules = _section(record, "Constraints & Preferences")
-    assert rules[0] == "- Maintain Apache-2.0 license headers and established React/Ink patterns."
+    # The snapshot's rules are held nowhere else in the record: the user's
+    # newer ones, which the user ledger quotes word for word, yield them the room.
+    assert rules[:3] == [
+        "- Maintain Apache-2.0 license headers and established React/Ink patterns.",
+        "- Use exact brand colors: Claude Orange (#C15F3C), Gemini Purple (#A855F7),"
+        " Antigravity Light Blue (#93C5FD), Gemma Blue (#60A5FA), Codex White (#FFFFFF).",
+        "- Standardize on the Gemini symbol (✦) for built-in/local agents.",
+    ]
     assert (
         '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"'
         ' (turns around the earlier rule "Active team selection MUST persist in workspace'

@@ -3,7 +3,8 @@ less than the record it updates (within the cap every record has), so the
 user's constraints and the work done do not fall out of it one compaction
 at a time, and what the user asked since the previous record reads as such.
 The facts the previous record preserved stay preserved in the next while its
-summary does not name them, outside the summary's room."""
+summary does not name them, outside the summary's room. Where the room runs
+short, the user's newer rules are kept before the earlier record's."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from ctxpack import formats, markers
 from ctxpack.align.budget import Budget
 from ctxpack.facts.preserved import fact_line, fact_of, preserved_facts_section
+from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
+from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
 from tests.conftest import SHARED
 from tests.test_tool_rules import cli_record
 
@@ -118,3 +124,48 @@ def test_an_update_preserves_again_the_facts_its_summary_does_not_name(
         "- Error: TS2322: Type 'string' is not assignable",
         "- Path: /tmp/fix_markdown.py",
     ]
+
+
+def _record(messages: list[Message]) -> str:
+    return next(markers.summary_body(msg) for msg in messages if markers.is_summary(msg))
+
+
+def _rules_of(messages: list[Message]) -> list[str]:
+    """The lines of the record's Constraints & Preferences, its "(+N more)" too."""
+    rules = _record(messages).split("## Constraints & Preferences\n", 1)[1]
+    return rules.split("\n\n", 1)[0].splitlines()
+
+
+def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first() -> None:
+    # The large pi session compacted at its middle user message, then again
+    # with the turns after it, in a 16,000-token window.
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    said = [i for i, msg in enumerate(messages) if user_words(msg) is not None]
+    half = said[len(said) // 2]
+    settings = CompressSettings(budget=Budget(context_length=16_000), force=True)
+    first, _ = compress_messages(messages[:half], counter=TokenCounter(), settings=settings)
+    assert _rules_of(first)[-1] == '- The user said: "no, the block should stay as is"'
+    second, _ = compress_messages(
+        [*first, *messages[half:]], counter=TokenCounter(), settings=settings
+    )
+    # The room goes to what the user said since: their latest word, shown in
+    # the order it was said.
+    assert _rules_of(second) == [
+        '- The user said: "link text should be same as accent"',
+        "- The user said: \"and also, the context suage in the footer should be 'warning' if"
+        " it's > 70% and 'error' if its > 90% so the user sees shit is about to get fucked\"",
+        '- The user said: "in the system prompt make sure you know to read the README.md also'
+        ' when the user asks you to create a new theme"',
+        '- The user said: "hm, i selected the theme while you were working and got a crash,'
+        ' that should never happen."',
+        '- The user said: "invalid themes must NEVER explode"',
+        '- The user said: "setTheme should return an error that the caller can display however'
+        ' they want"',
+        '- The user said: "make sure toolText is also used."',
+        '- The user said: "newline and only displays the first line."',
+        "- (+8 more)",
+    ]
+    # The earlier rules it has no room for the user ledger holds word for word.
+    ledger = "\n".join(parse(_record(second))[LEDGER_HEADING])
+    for rule in _rules_of(first):
+        assert rule.removeprefix("- The user said: ").strip('"').rstrip("…") in ledger

@@ -14,7 +14,7 @@ value get the same mark."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ctxpack import messages as m
@@ -337,6 +337,19 @@ def cut(text: str, limit: int) -> str:
     tail = plain[len(plain) - limit // 3 :].lstrip()
     gone = len(plain) - len(head) - len(tail) + earlier
     return f"{head} [… {gone:,} characters cut …] {tail}"
+
+
+def held(section: str) -> Callable[[str], bool]:
+    """Whether the ledger `section` holds some words as they stand, read as a
+    record quotes them (whitespace collapsed, double quotes as single, a
+    clipped quote without its ellipsis)."""
+    flat = collapse(section).replace('"', "'").lower()
+
+    def holds(words: str) -> bool:
+        said = collapse(words).removesuffix("…").rstrip().lower()
+        return bool(said) and said in flat
+
+    return holds
 
 
 def with_ledger(text: str, ledger: str) -> str:

@@ -15,6 +15,7 @@ from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.ledger import (
     Ledger,
     LedgerPlain,
+    held,
     previous_entries,
     user_messages,
     with_ledger,
@@ -99,17 +100,19 @@ class OfflineSummarizer:
             asked_before=bool(asked),
             update=previous is not None,
         )
-        candidates = fresh if previous is None else merge_previous(previous, fresh, found)
+        # The bare template comes first: the ledger takes only room beyond it.
+        skeleton = render_compact({}) if request.compact else render({})
+        spare = request.budget_tokens - counter.text(skeleton) - 2
+        section = ledger.render(budget=request.budget_tokens, counter=counter, limit=spare)
+        candidates = (
+            fresh if previous is None else merge_previous(previous, fresh, found, held(section))
+        )
         if not candidates["Goal"]:
             candidates["Goal"] = asked
         marked = {
             heading: [_marked(item, ledger) for item in items]
             for heading, items in candidates.items()
         }
-        # The bare template comes first: the ledger takes only room beyond it.
-        skeleton = render_compact({}) if request.compact else render({})
-        spare = request.budget_tokens - counter.text(skeleton) - 2
-        section = ledger.render(budget=request.budget_tokens, counter=counter, limit=spare)
         room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
         text, warnings = fit(
             marked, budget=room, counter=counter, focus=request.focus, compact=request.compact

@@ -1,7 +1,8 @@
 """Updating an earlier summary with new turns, section by section.
 
 New material ranks before old (it is closer to the live conversation), except
-for the goal and constraints, where the earliest words stay first. Only items
+for the goal, where the earliest words stay first; the constraints are shown
+in the order they were said, the newest kept first (_rules). Only items
 that are clearly obsolete go: in-progress or blocked entries whose target a
 new action completed, pending asks the assistant has since answered, and
 state that the new turns replace. Text outside the
@@ -11,7 +12,7 @@ kept as context."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ctxpack.facts.match import collapse
@@ -34,7 +35,6 @@ from ctxpack.summarize.reversal import reverses
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     Sections,
-    item_key,
     item_number,
     item_text,
     with_prefix,
@@ -51,6 +51,9 @@ EARLIER_STATE = "Earlier state: "
 REVERSED = "turns around the earlier rule "
 REVERSED_QUOTE = 80
 _QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
+# An item that quotes someone: a lead, then their words (quote() keeps no
+# double quote inside).
+_QUOTING_RE = re.compile(r'^[\w ]+: "([^"]+)"')
 
 
 def _old(items: Sequence[str]) -> list[Item]:
@@ -78,8 +81,10 @@ class _Finished:
 
 
 def merge_previous(
-    previous: Sections, new: dict[str, list[Item]], scan: Scan
+    previous: Sections, new: dict[str, list[Item]], scan: Scan, held: Callable[[str], bool]
 ) -> dict[str, list[Item]]:
+    """The earlier record's sections with the new turns' items; `held`: whether
+    the record's user ledger holds some words as they stand."""
     finished = _Finished(scan)
     old = {heading: list(previous.get(heading, [])) for heading in HEADINGS}
     merged: dict[str, list[Item]] = {}
@@ -92,7 +97,7 @@ def merge_previous(
     merged["Historical Task Snapshot"] = snapshot
     merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
     merged["Constraints & Preferences"] = _rules(
-        old["Constraints & Preferences"], new["Constraints & Preferences"]
+        old["Constraints & Preferences"], new["Constraints & Preferences"], held
     )
     merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
     merged["Active State"] = new["Active State"] or _old(old["Active State"])
@@ -155,30 +160,42 @@ def merge_previous(
     return merged
 
 
-def _rules(old: list[str], new: list[Item]) -> list[Item]:
-    """The earlier record's rules, then the new ones. A new rule that turns an
-    earlier one around (reversal.py) takes that one's place, quoting it, and
-    is the first kept when the room runs short: the rule in force is the one
-    read, and the earliest words still come first."""
-    rules: list[tuple[bool, Item]] = []  # (a turn, the item)
+def _rules(old: list[str], new: list[Item], held: Callable[[str], bool]) -> list[Item]:
+    """The earlier record's rules and the new ones, shown in the order they
+    were said; a new rule that turns an earlier one around (reversal.py)
+    stands in that one's place, quoting it. When the room runs short the rule
+    in force is kept first: a turned rule, then the new turns' rules (the
+    user's latest word, the latest first), then the earlier record's, in its
+    order. A rule whose words the user ledger holds yields to one the record
+    holds nowhere else: cut, that one would be gone from the record, not only
+    from this section."""
+    # The earlier record's rules are shown before every new one (whose order
+    # counts up from 0): theirs count up to -1.
+    placed: list[tuple[bool, Item]] = []  # (a turn, the item)
     used: list[Item] = []
-    for text in old:
+    for at, text in enumerate(old, start=-len(old)):
         later = next((item for item in new if item not in used and reverses(text, item.text)), None)
         if later is None:
-            rules.append((False, Item(text)))
+            placed.append((False, Item(text, order=at)))
             continue
         used.append(later)
         earlier = clip(item_text(text), REVERSED_QUOTE)
-        rules.append((True, replace(later, text=f'{later.text} ({REVERSED}"{earlier}")')))
-    rules += [(False, item) for item in new if item not in used]
-    seen: set[str] = set()
-    shown: list[tuple[bool, Item]] = []
-    for turn, item in rules:
-        key = item_key(item.text)
-        if key not in seen:
-            seen.add(key)
-            shown.append((turn, replace(item, order=len(shown)) if used else item))
-    return [item for turn, item in shown if turn] + [item for turn, item in shown if not turn]
+        placed.append((True, Item(f'{later.text} ({REVERSED}"{earlier}")', order=at)))
+    turns = [item for turn, item in placed if turn]
+    latest = sorted((item for item in new if item not in used), key=lambda item: -item.order)
+    latest += [item for turn, item in placed if not turn]
+    quoted = [held(_words(item.text)) for item in latest]
+    return unique(
+        turns,
+        [item for item, found in zip(latest, quoted, strict=True) if not found],
+        [item for item, found in zip(latest, quoted, strict=True) if found],
+    )
+
+
+def _words(text: str) -> str:
+    """The words a rule's item quotes (`The user said: "…"`), or its own."""
+    found = _QUOTING_RE.match(item_text(text))
+    return found.group(1) if found else item_text(text)
 
 
 def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
