@@ -18,7 +18,8 @@ from ctxpack.align.budget import Budget
 from ctxpack.facts.preserved import fact_line, fact_of, preserved_facts_section
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
-from ctxpack.summarize.template import parse
+from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
+from ctxpack.summarize.template import left_out, parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import SHARED
@@ -136,18 +137,26 @@ def _rules_of(messages: list[Message]) -> list[str]:
     return rules.split("\n\n", 1)[0].splitlines()
 
 
-def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first() -> None:
-    # The large pi session compacted at its middle user message, then again
-    # with the turns after it, in a 16,000-token window.
+@pytest.fixture(scope="module")
+def two_rounds() -> tuple[list[Message], list[Message]]:
+    """The large pi session compacted at its middle user message, then again
+    with the turns after it, in a 16,000-token window: both outputs."""
     messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
     said = [i for i, msg in enumerate(messages) if user_words(msg) is not None]
     half = said[len(said) // 2]
     settings = CompressSettings(budget=Budget(context_length=16_000), force=True)
     first, _ = compress_messages(messages[:half], counter=TokenCounter(), settings=settings)
-    assert _rules_of(first)[-1] == '- The user said: "no, the block should stay as is"'
     second, _ = compress_messages(
         [*first, *messages[half:]], counter=TokenCounter(), settings=settings
     )
+    return first, second
+
+
+def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first(
+    two_rounds: tuple[list[Message], list[Message]],
+) -> None:
+    first, second = two_rounds
+    assert _rules_of(first)[-1] == '- The user said: "no, the block should stay as is"'
     # The room goes to what the user said since: their latest word, shown in
     # the order it was said.
     assert _rules_of(second) == [
@@ -169,3 +178,31 @@ def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first() -
     ledger = "\n".join(parse(_record(second))[LEDGER_HEADING])
     for rule in _rules_of(first):
         assert rule.removeprefix("- The user said: ").strip('"').rstrip("…") in ledger
+
+
+def test_a_second_round_counts_on_what_the_first_had_no_room_for(
+    two_rounds: tuple[list[Message], list[Message]],
+) -> None:
+    # Those items are in the archived turns only, which an update does not
+    # read: the next record cannot name them, but it counts them.
+    first, second = (left_out(_record(output)) for output in two_rounds)
+    assert first == {
+        "Completed Actions": 164,
+        "Key Decisions": 6,
+        "Resolved Questions": 5,
+        "Relevant Files": 20,
+        "Critical Context": 3,
+        LEDGER_HEADING: 12,
+        PRESERVED_FACTS_HEADING: 77,
+    }
+    assert second == {
+        "Constraints & Preferences": 8,
+        # What this round had no room for, and what the first left out.
+        "Completed Actions": 135 + 164,
+        "Key Decisions": 4 + 6,
+        "Resolved Questions": 11 + 5,
+        "Relevant Files": 26 + 20,
+        "Critical Context": 12 + 3,
+        LEDGER_HEADING: 49 + 12,
+        PRESERVED_FACTS_HEADING: 62 + 77,
+    }

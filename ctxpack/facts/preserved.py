@@ -12,7 +12,7 @@ from ctxpack.facts.extract import FactCollector, FactMemo, message_facts
 from ctxpack.facts.match import Haystack, collapse, dedupe
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
-from ctxpack.summarize.template import parse
+from ctxpack.summarize.template import left_out, parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 
@@ -69,6 +69,14 @@ def earlier_facts(previous_summary: str | None) -> list[str]:
     return parse(previous_summary).get(PRESERVED_FACTS_HEADING, [])
 
 
+def earlier_left(previous_summary: str | None) -> int:
+    """How many facts the preserved-facts section of a record being updated
+    had no room for."""
+    if not previous_summary:
+        return 0
+    return left_out(previous_summary).get(PRESERVED_FACTS_HEADING, 0)
+
+
 def preserved_facts_section(
     middle: list[Message],
     summary_text: str,
@@ -77,13 +85,16 @@ def preserved_facts_section(
     cap_tokens: int,
     memo: FactMemo | None = None,
     earlier: Sequence[str] = (),
+    earlier_left: int = 0,
 ) -> str:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
     most important first, within cap_tokens; "" when nothing is missing.
     `memo`: the facts the summarizer found while it read the middle.
     `earlier`: the items of the section of the record the summary updates:
     its facts were compacted too, and stay while the summary does not name
-    them (the facts of a record's own text hold no commands or errors)."""
+    them (the facts of a record's own text hold no commands or errors).
+    `earlier_left`: the facts that section had no room for, counted on: they
+    are in its archived turns only, which an update does not read."""
     collector = FactCollector()
     for msg in middle:
         known = memo.known(msg) if memo is not None else None
@@ -110,7 +121,7 @@ def preserved_facts_section(
     used = counter.text("\n".join(head)) + 1
     more = _more_cost(counter)
     chosen: list[str] = []
-    skipped = 0
+    skipped = earlier_left
     for number, line in enumerate(candidates):
         if used + 2 + more > cap_tokens:
             # Every line costs at least 2: none of the rest can fit.

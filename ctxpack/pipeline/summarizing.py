@@ -13,7 +13,7 @@ from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
 from ctxpack.facts.extract import ran_only
-from ctxpack.facts.preserved import earlier_facts, preserved_facts_section
+from ctxpack.facts.preserved import earlier_facts, earlier_left, preserved_facts_section
 from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import Prepared, prepare_request
 from ctxpack.refs import LineBlob, ref_for
@@ -144,6 +144,7 @@ def _summarized(
         cap_tokens=max(room - 2, 0),
         memo=index.facts,
         earlier=earlier_facts(request.previous_summary),
+        earlier_left=earlier_left(request.previous_summary),
     )
     if facts:
         text = f"{text}\n\n{facts}"

@@ -27,7 +27,7 @@ from ctxpack.redact import mask
 from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
 from ctxpack.summarize.statements import Change, Classify, changes, classified
-from ctxpack.summarize.template import parse
+from ctxpack.summarize.template import left_out, parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 
@@ -147,6 +147,12 @@ def _is_ack(line: str) -> bool:
     return len(words) <= 4 and all(word in _ACKS for word in words)
 
 
+def left_before(previous: str | None) -> int:
+    """How many user messages an earlier record's ledger left out: they are in
+    its archived turns only, which an update does not read, and are counted on."""
+    return left_out(previous).get(LEDGER_HEADING, 0) if previous else 0
+
+
 def previous_entries(previous: str | None) -> list[str]:
     """The ledger entries of an earlier record, without their marks."""
     if not previous:
@@ -244,21 +250,24 @@ class Ledger:
             lines.append(line)
         return "\n".join(lines)
 
-    def render(self, *, budget: int, counter: TokenCounter, limit: int | None = None) -> str:
+    def render(
+        self, *, budget: int, counter: TokenCounter, limit: int | None = None, earlier: int = 0
+    ) -> str:
         """The ledger section for a summary of `budget` tokens: "" without
-        entries, or when it would not fit in `limit` tokens."""
-        section = self._render(budget, counter)
+        entries, or when it would not fit in `limit` tokens; `earlier`: the
+        messages an earlier record left out (left_before), counted with its own."""
+        section = self._render(budget, counter, earlier)
         if limit is not None and section and counter.text(section) > limit:
             return ""
         return section
 
-    def _render(self, budget: int, counter: TokenCounter) -> str:
+    def _render(self, budget: int, counter: TokenCounter, earlier: int) -> str:
         if not self.entries:
             return ""
         cap = max(int(budget * LEDGER_SHARE), 1)
         last = len(self.entries) - 1
         limits = [LONG_CHARS] * len(self.entries)
-        fixed = counter.text(self._text([], limits)) + 12  # heading, currents, "(+N)" line
+        fixed = counter.text(self._text([], limits, 0)) + 12  # heading, currents, "(+N)" line
 
         costs: dict[tuple[int, int], int] = {}
 
@@ -296,7 +305,7 @@ class Ledger:
             elif i in present:
                 present.discard(i)
                 used -= cost(i)
-        return self._text(sorted(present), limits)
+        return self._text(sorted(present), limits, earlier)
 
     def _line(self, i: int, limit: int) -> str:
         found = self.changes.get(i)
@@ -305,12 +314,12 @@ class Ledger:
             mark = f"({SUPERSEDED}: {'; '.join(f'{c.old} → {c.new}' for c in found)}) "
         return f'- {mark}"{cut(self.entries[i].text, limit)}"'
 
-    def _text(self, shown: Sequence[int], limits: Sequence[int]) -> str:
+    def _text(self, shown: Sequence[int], limits: Sequence[int], earlier: int) -> str:
         lines = [f"## {LEDGER_HEADING}", LEDGER_INTRO]
         for new, olds in _currents(self.changes).items():
             lines.append(f"{CURRENT_PREFIX}{new} (supersedes {', '.join(olds)})")
         lines.extend(self._line(i, limits[i]) for i in shown)
-        left = len(self.entries) - len(shown)
+        left = len(self.entries) - len(shown) + earlier
         if left:
             lines.append(f"- (+{left} less informative user messages left out)")
         return "\n".join(lines)
@@ -360,6 +369,9 @@ def with_user_ledger(text: str, *, request: SummaryRequest, counter: TokenCounte
     """A summary written by someone else (a model) with the ledger after it and
     its lines that name a replaced value marked."""
     ledger = Ledger.of(middle=request.middle, previous_summary=request.previous_summary)
-    return with_ledger(
-        ledger.mark(text), ledger.render(budget=request.budget_tokens, counter=counter)
+    section = ledger.render(
+        budget=request.budget_tokens,
+        counter=counter,
+        earlier=left_before(request.previous_summary),
     )
+    return with_ledger(ledger.mark(text), section)

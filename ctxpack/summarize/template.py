@@ -25,7 +25,8 @@ _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_HEADING_RE = re.compile(r"^\s{0,3}\*\*(.+?)\*\*:?\s*$")
 _ITEM_START_RE = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)")
 _NUMBER_RE = re.compile(r"^\s*(\d+)[.)]\s+")
-_MORE_RE = re.compile(r"^\s*(?:[-*+]\s+)?\(\+\d+ [^)]*\)\s*$")
+# A section's "(+N more)" line: how many of its items it had no room for.
+_MORE_RE = re.compile(r"^\s*(?:[-*+]\s+)?\(\+(\d+) [^)]*\)\s*$")
 _EMPTY_RE = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:none(?: recorded)?|n/a|nothing(?: recorded)?)\.?\s*$", re.I
 )
@@ -91,6 +92,20 @@ def parse(text: str) -> Sections:
         if items or heading != PREAMBLE:
             sections[heading] = items
     return sections
+
+
+def left_out(text: str) -> dict[str, int]:
+    """How many items each section of `text` says it had no room for: the N
+    of its "(+N more)" lines, which parse() drops."""
+    out: dict[str, int] = {}
+    current = PREAMBLE
+    for line in text.splitlines():
+        heading = _heading_of(line)
+        if heading is not None:
+            current = heading
+        elif found := _MORE_RE.match(line):
+            out[current] = out.get(current, 0) + int(found.group(1))
+    return out
 
 
 def _heading_of(line: str) -> str | None:

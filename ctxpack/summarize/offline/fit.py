@@ -82,13 +82,16 @@ def assemble(
     chosen: Mapping[str, Sequence[int]],
     *,
     compact: bool = False,
+    earlier: Mapping[str, int] | None = None,
 ) -> str:
+    """The sections' chosen items; `earlier`: by section, how many items an
+    earlier record had no room for, which its "(+N more)" line counts too."""
     sections: dict[str, list[str]] = {}
     for heading in HEADINGS:
         items = candidates.get(heading, ())
         picked = sorted(chosen.get(heading, ()), key=lambda i: (items[i].order, i))
         lines = [items[i].text for i in picked]
-        omitted = len(items) - len(picked)
+        omitted = len(items) - len(picked) + (earlier or {}).get(heading, 0)
         if omitted and picked:
             more = more_line(heading, omitted)
             lines = [more, *lines] if heading == COMPLETED_ACTIONS else [*lines, more]
@@ -105,15 +108,17 @@ def fit(
     counter: TokenCounter,
     focus: str | None = None,
     compact: bool = False,
+    earlier: Mapping[str, int] | None = None,
 ) -> tuple[str, list[str]]:
     """The rendered summary within `budget` tokens, and any warnings; `compact`:
-    empty sections share one line (template.render_compact)."""
+    empty sections share one line (template.render_compact); `earlier`: see
+    assemble."""
     skeleton = render_compact({}) if compact else render({})
     warnings: list[str] = []
     # Every candidate is weighed, a long middle's thousands of actions too.
     lengths = iter(counter.texts([item.text for h in HEADINGS for item in candidates.get(h, ())]))
     costs = {h: [next(lengths) + 1 for _ in candidates.get(h, ())] for h in HEADINGS}
-    crowded = sum(1 for h in HEADINGS if costs[h])
+    crowded = sum(1 for h in HEADINGS if costs[h] or (earlier or {}).get(h))
     room = budget - counter.text(skeleton) - _MORE_RESERVE * crowded
     chosen: dict[str, list[int]] = {h: [] for h in HEADINGS}
     added: list[tuple[str, int]] = []
@@ -168,11 +173,11 @@ def fit(
                     take(heading, i)
                     spent += costs[heading][i]
             at[heading] = place
-    text = assemble(candidates, chosen, compact=compact)
+    text = assemble(candidates, chosen, compact=compact, earlier=earlier)
     while counter.text(text) > budget and added:
         heading, index = added.pop()
         chosen[heading].remove(index)
-        text = assemble(candidates, chosen, compact=compact)
+        text = assemble(candidates, chosen, compact=compact, earlier=earlier)
     if counter.text(text) > budget:
         text = skeleton
     if counter.text(text) > budget:

@@ -16,6 +16,7 @@ from ctxpack.summarize.ledger import (
     Ledger,
     LedgerPlain,
     held,
+    left_before,
     previous_entries,
     user_messages,
     with_ledger,
@@ -23,7 +24,7 @@ from ctxpack.summarize.ledger import (
 from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build, head_goal
-from ctxpack.summarize.offline.update import merge_previous
+from ctxpack.summarize.offline.update import left_out_before, merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
 from ctxpack.summarize.statements import Classified, Kind
 from ctxpack.summarize.template import (
@@ -103,7 +104,12 @@ class OfflineSummarizer:
         # The bare template comes first: the ledger takes only room beyond it.
         skeleton = render_compact({}) if request.compact else render({})
         spare = request.budget_tokens - counter.text(skeleton) - 2
-        section = ledger.render(budget=request.budget_tokens, counter=counter, limit=spare)
+        section = ledger.render(
+            budget=request.budget_tokens,
+            counter=counter,
+            limit=spare,
+            earlier=left_before(request.previous_summary),
+        )
         candidates = (
             fresh if previous is None else merge_previous(previous, fresh, found, held(section))
         )
@@ -115,7 +121,12 @@ class OfflineSummarizer:
         }
         room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
         text, warnings = fit(
-            marked, budget=room, counter=counter, focus=request.focus, compact=request.compact
+            marked,
+            budget=room,
+            counter=counter,
+            focus=request.focus,
+            compact=request.compact,
+            earlier=left_out_before(request.previous_summary),
         )
         text = with_ledger(text, section)
         return SummaryResult(text=text, source="offline", model=None, warnings=warnings)

@@ -37,6 +37,7 @@ from ctxpack.summarize.template import (
     Sections,
     item_number,
     item_text,
+    left_out,
     with_prefix,
 )
 
@@ -54,6 +55,29 @@ _QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
 # An item that quotes someone: a lead, then their words (quote() keeps no
 # double quote inside).
 _QUOTING_RE = re.compile(r'^[\w ]+: "([^"]+)"')
+
+
+# The sections whose earlier items an update keeps, whatever the new turns
+# did: what the earlier record had no room for there is still left out, and
+# counted on. Elsewhere it may be obsolete now (a state replaced, a step done).
+_KEPT = (
+    "Goal",
+    "Constraints & Preferences",
+    COMPLETED_ACTIONS,
+    "Key Decisions",
+    "Resolved Questions",
+    "Relevant Files",
+    "Historical Remaining Work",
+    "Critical Context",
+)
+
+
+def left_out_before(previous: str | None) -> dict[str, int]:
+    """By section, how many items the earlier record `previous` had no room
+    for, where the update still counts them: they are in the archived turns
+    only, which the update does not read."""
+    found = left_out(previous) if previous else {}
+    return {heading: found[heading] for heading in _KEPT if found.get(heading)}
 
 
 def _old(items: Sequence[str]) -> list[Item]:
