@@ -17,7 +17,6 @@ import textwrap
 from dataclasses import dataclass
 
 from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
-from ctxpack.summarize.offline.sections import quote
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.statements import is_constraint
 from ctxpack.summarize.template import (
@@ -26,6 +25,7 @@ from ctxpack.summarize.template import (
     canonical_heading,
     empty_sections,
     item_text,
+    quote,
     with_prefix,
 )
 from ctxpack.summarize.template import parse as parse_template

@@ -147,6 +147,12 @@ def with_prefix(item: str, prefix: str) -> str:
     return f"{marker} {prefix}{text}"
 
 
+def quote(text: str) -> str:
+    """Words as a record quotes them: in double quotes, theirs made single, so
+    that the quote ends where it seems to."""
+    return '"' + text.replace('"', "'") + '"'
+
+
 def item_text(item: str) -> str:
     """A list item without its marker or number."""
     return _KEY_STRIP_RE.sub("", item, count=1)

@@ -18,7 +18,7 @@ from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
-from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key
+from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key, quote
 from ctxpack.transcript import Message
 
 MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
@@ -39,10 +39,6 @@ def progress_line(recorded: int, failed: int) -> str:
     record holds, and how many of them failed (not those the user stopped)."""
     words = "tool action was" if recorded == 1 else "tool actions were"
     return f"- {recorded} {words} recorded ({failed} failed)"
-
-
-def quote(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
 
 
 def ask_quoted(ask: Ask) -> str:
