@@ -137,6 +137,26 @@ def _rules_of(messages: list[Message]) -> list[str]:
     return rules.split("\n\n", 1)[0].splitlines()
 
 
+def test_one_round_at_a_small_window_keeps_the_user_s_latest_rules() -> None:
+    # A record with no room for all the user's rules keeps their latest word,
+    # as an update does; the user ledger holds the earlier ones word for word.
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    settings = CompressSettings(budget=Budget(context_length=16_000), force=True)
+    out, _ = compress_messages(messages, counter=TokenCounter(), settings=settings)
+    assert _rules_of(out) == [
+        '- The user said: "in the system prompt make sure you know to read the README.md also'
+        ' when the user asks you to create a new theme"',
+        '- The user said: "hm, i selected the theme while you were working and got a crash,'
+        ' that should never happen."',
+        '- The user said: "invalid themes must NEVER explode"',
+        '- The user said: "setTheme should return an error that the caller can display however'
+        ' they want"',
+        '- The user said: "make sure toolText is also used."',
+        '- The user said: "newline and only displays the first line."',
+        "- (+10 more)",
+    ]
+
+
 @pytest.fixture(scope="module")
 def two_rounds() -> tuple[list[Message], list[Message]]:
     """The large pi session compacted at its middle user message, then again

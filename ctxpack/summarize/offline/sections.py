@@ -258,7 +258,7 @@ def _add_statements(
             # The first ask stays first; the newest state comes next.
             sections[heading] = [*sections[heading][:1], *reversed(items), *sections[heading][1:]]
         else:
-            sections[heading] = [*items, *sections[heading]]
+            sections[heading] = [*reversed(items), *sections[heading]]
 
 
 # The lines _active writes: what the turns themselves show of the state, which
