@@ -137,24 +137,27 @@ def _rules_of(messages: list[Message]) -> list[str]:
     return rules.split("\n\n", 1)[0].splitlines()
 
 
+# The last six rules the user gave in the large pi session.
+LATEST_RULES = [
+    '- The user said: "in the system prompt make sure you know to read the README.md also'
+    ' when the user asks you to create a new theme"',
+    '- The user said: "hm, i selected the theme while you were working and got a crash,'
+    ' that should never happen."',
+    '- The user said: "invalid themes must NEVER explode"',
+    '- The user said: "setTheme should return an error that the caller can display however'
+    ' they want"',
+    '- The user said: "make sure toolText is also used."',
+    '- The user said: "newline and only displays the first line."',
+]
+
+
 def test_one_round_at_a_small_window_keeps_the_user_s_latest_rules() -> None:
     # A record with no room for all the user's rules keeps their latest word,
     # as an update does; the user ledger holds the earlier ones word for word.
     messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
     settings = CompressSettings(budget=Budget(context_length=16_000), force=True)
     out, _ = compress_messages(messages, counter=TokenCounter(), settings=settings)
-    assert _rules_of(out) == [
-        '- The user said: "in the system prompt make sure you know to read the README.md also'
-        ' when the user asks you to create a new theme"',
-        '- The user said: "hm, i selected the theme while you were working and got a crash,'
-        ' that should never happen."',
-        '- The user said: "invalid themes must NEVER explode"',
-        '- The user said: "setTheme should return an error that the caller can display however'
-        ' they want"',
-        '- The user said: "make sure toolText is also used."',
-        '- The user said: "newline and only displays the first line."',
-        "- (+10 more)",
-    ]
+    assert _rules_of(out) == [*LATEST_RULES, "- (+10 more)"]
 
 
 @pytest.fixture(scope="module")
@@ -183,15 +186,7 @@ def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first(
         '- The user said: "link text should be same as accent"',
         "- The user said: \"and also, the context suage in the footer should be 'warning' if"
         " it's > 70% and 'error' if its > 90% so the user sees shit is about to get fucked\"",
-        '- The user said: "in the system prompt make sure you know to read the README.md also'
-        ' when the user asks you to create a new theme"',
-        '- The user said: "hm, i selected the theme while you were working and got a crash,'
-        ' that should never happen."',
-        '- The user said: "invalid themes must NEVER explode"',
-        '- The user said: "setTheme should return an error that the caller can display however'
-        ' they want"',
-        '- The user said: "make sure toolText is also used."',
-        '- The user said: "newline and only displays the first line."',
+        *LATEST_RULES,
         "- (+8 more)",
     ]
     # The earlier rules it has no room for the user ledger holds word for word.
