@@ -443,7 +443,9 @@ def test_fixture_summaries_stay_within_budget(
             prepared = prepare_request(
                 pruned, plan=plan, counter=counter, settings=CompressSettings(force=True)
             )
-            limit = budget.summary_budget(counter.messages(prepared.middle))
+            # The record's budget, which holds any record it updates.
+            limit = prepared.budget_tokens
+            assert limit >= budget.summary_budget(counter.messages(prepared.middle)), name
             assert report.summary_tokens == summary_report.summary_tokens, name
             assert 0 < report.summary_tokens <= limit, name
             checked += 1

@@ -348,6 +348,11 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
     assert _section(record, "Goal")[0] == (
         "- Start autonomous loop mode by calling issue_ready and continuously working on issues"
     )
+    # Its facts all fit with room to spare, and the record grows into that
+    # room: the earlier state's failed push and pull, cut for room before.
+    state = _section(record, "Historical In-Progress State")
+    assert "- Earlier state: Attempted `git push origin main` which was rejected" in state
+    assert not [line for line in state if line.startswith("- (+")]
     # Claude Code's list of the user's messages ends with its own request to
     # summarize ("Summary request (current message)"), which is none of theirs.
     assert previous_entries(record) == [

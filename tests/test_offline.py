@@ -22,7 +22,7 @@ from ctxpack.facts.extract import extract_facts, missing_facts
 from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
-from ctxpack.summarize.offline.fit import Item, fit
+from ctxpack.summarize.offline.fit import Item, fit, fitted
 from ctxpack.summarize.offline.sections import PROGRESS_RE, TRACKED_STATE_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
@@ -625,6 +625,36 @@ def test_the_room_left_goes_round_in_small_rounds(counter: TokenCounter) -> None
         x.text for x in candidates["Constraints & Preferences"]
     ]
     assert 0 < len(_action_keys(sections["Completed Actions"])) < 40
+
+
+def test_a_fitted_summary_grows_into_more_room_and_keeps_what_it_held(
+    counter: TokenCounter,
+) -> None:
+    """Given room a fit did not have, the items it left out go round it, the
+    cheapest that fit; every item it held stays, and the text takes at most
+    that much more."""
+    candidates = {
+        heading: [Item(f"- {heading} holds one short item")]
+        for heading in HEADINGS
+        if heading != "Completed Actions"
+    }
+    candidates["Completed Actions"] = [
+        Item(f"{n}. Ran `make build TARGET={n} {quote_words(n % 7)}` — ok [tool: bash]", order=n)
+        for n in range(60, 0, -1)
+    ]
+    made = fitted(candidates, budget=900, counter=counter)
+    before = parse(made.text)
+    grown = made.grown(120)
+    after = parse(grown)
+    assert counter.text(made.text) < counter.text(grown) <= counter.text(made.text) + 120
+    for heading in HEADINGS:
+        assert set(before[heading]) <= set(after[heading])
+    shown = set(_action_keys(after["Completed Actions"]))
+    left = [x for x in candidates["Completed Actions"] if item_key(x.text) not in shown]
+    assert len(left) < 60 - len(_action_keys(before["Completed Actions"]))
+    assert counter.text(made.text) + 120 - counter.text(grown) < min(
+        counter.text(x.text) + 1 for x in left
+    )
 
 
 def test_a_call_no_result_answered_before_later_work_is_not_in_progress(

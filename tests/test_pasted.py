@@ -134,12 +134,20 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
         "- Use exact brand colors: Claude Orange (#C15F3C), Gemini Purple (#A855F7), Antigravity"
         " Light Blue (#93C5FD), Gemma Blue (#60A5FA), Codex White (#FFFFFF).",
         "- Standardize on the Gemini symbol (✦) for built-in/local agents.",
-        # The user's first rule turns one of the snapshot's around, and is
-        # kept first of the rest: the room ends here, before the user's "Please
-        # stop grouping build & commit" (still in the ledger below).
+        "- Team agents MUST be stored in standalone .md files within an 'agents/' subdirectory"
+        " of the team folder.",
+        # The user's first rule turns one of the snapshot's around, and
+        # stands in its place.
         '- The user said: "agent teams shouldn\'t persist, I want it to ask me every boot"'
         ' (turns around the earlier rule "Active team selection MUST persist in workspace'
         ' settings (.gemini/settings.json…")',
+        '- Subagents curated into a team are trusted and should NOT trigger "Ask User"'
+        " confirmation dialogues.",
+        "- Step 1 navigation MUST support Tab/Shift+Tab for field switching; Step 2 MUST support"
+        " Tab for mode toggling.",
+        # The room ends here, before the user's "Please stop grouping build &
+        # commit" (still in the ledger below).
+        '- The user said: "Should show the markers next to the corresponding agent."',
     ]
     stated = [line for items in sections.values() for line in items if "The user " in line]
     assert not any("│" in line or "✔" in line for line in stated)

@@ -21,14 +21,19 @@ from ctxpack.report import SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.assemble import assemble
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
-from ctxpack.summarize.protocol import Summarizer
+from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING, Summarizer
 from ctxpack.summarize.stage import run_summary
+from ctxpack.summarize.template import left_out
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import Pairing
 from ctxpack.transcript import Message
 
 if TYPE_CHECKING:
     from ctxpack.pipeline.compaction import CompressSettings
+
+# Room kept back when a record grows into what its facts left: counted joined,
+# texts may come to a token or two more than counted apart.
+_GROWTH_MARGIN = 8
 
 
 def summarize_messages(
@@ -120,40 +125,57 @@ def _summarized(
     head, middle, tail, request = prepared.head, prepared.middle, prepared.tail, prepared.request
     budget_tokens = prepared.budget_tokens
     report.updated_previous_summary = request.previous_summary is not None
+    offline = OfflineSummarizer(index=index)
     result = run_summary(
         request,
         counter=counter,
         llm=settings.llm,
         on_failure=settings.on_failure,
-        offline=OfflineSummarizer(index=index),
+        offline=offline,
         chosen=summarizer,
     )
-    text = result.text.rstrip()
     active = _active_request(messages, plan.latest_user_index, plan.head_end, plan.tail_start)
-    if active:
-        text = f"{text}\n\n{active}"
-    room = budget_tokens - counter.text(text)
     # Calls that never got a result are no facts: they never ran, and the
     # kept turns are read without them.
     ran = ran_only(messages, pairing=pairing)
-    kept = ran[: plan.head_end] + ran[plan.tail_start :]
-    facts = preserved_facts_section(
-        ran_only(middle, pairing=index.pairing_of(middle)),
-        "\n".join([text, *visible_texts(kept)]),
-        counter=counter,
-        cap_tokens=max(room - 2, 0),
-        memo=index.facts,
-        earlier=earlier_facts(request.previous_summary),
-        earlier_left=earlier_left(request.previous_summary),
-    )
-    if facts:
-        text = f"{text}\n\n{facts}"
+    kept = visible_texts(ran[: plan.head_end] + ran[plan.tail_start :])
+    middle_ran = ran_only(middle, pairing=index.pairing_of(middle))
+
+    def with_facts(summary: str) -> tuple[str, bool]:
+        """The summary and the request still open, then the facts they lose
+        in the room they leave; and whether every one of those fit."""
+        text = summary.rstrip()
+        if active:
+            text = f"{text}\n\n{active}"
+        facts = preserved_facts_section(
+            middle_ran,
+            "\n".join([text, *kept]),
+            counter=counter,
+            cap_tokens=max(budget_tokens - counter.text(text) - 2, 0),
+            memo=index.facts,
+            earlier=earlier_facts(request.previous_summary),
+            earlier_left=earlier_left(request.previous_summary),
+        )
+        whole = not left_out(facts).get(PRESERVED_FACTS_HEADING)
+        return (f"{text}\n\n{facts}" if facts else text), whole
+
     # The exact turns this summary replaces, for `ctxpack show` / restore; an
     # earlier record's own turns stay listed before them.
     source_turns = _jsonl([*prepared.archived, *middle])
     refs = [*prepared.earlier_refs, ref_for(source_turns)]
-    cited = [markers.cite(ref, recall=settings.recall) for ref in refs]
-    text = f"{text}\n\n{markers.source_turns(cited)}"
+    cited = markers.source_turns([markers.cite(ref, recall=settings.recall) for ref in refs])
+    text, whole = with_facts(result.text)
+    # The facts come first in the room the offline record leaves. Once every
+    # one fits, the record grows into what they and the cited turns leave, as
+    # long as every fact still fits beside it (a grown record names more, so
+    # they are fewer).
+    grown = offline.grown
+    spare = budget_tokens - counter.text(f"{text}\n\n{cited}") - _GROWTH_MARGIN
+    if grown is not None and grown.text == result.text and whole and spare > 0:
+        larger, still = with_facts(grown.with_room(spare))
+        if still:
+            text = larger
+    text = f"{text}\n\n{cited}"
     first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
     # Calls the input itself has no result for yet stay where they were.
     _, unanswered = pairing.orphans()

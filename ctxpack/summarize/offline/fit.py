@@ -4,11 +4,14 @@ Each section offers items most important first. Items about the focus topic
 go in first, then every section gets its share of the budget, then what is
 left goes round the sections in proportion to their shares. Sections that lost items
 end with a "(+N more)" line. The final text is counted exactly and trimmed
-from the least important item added until it fits."""
+from the least important item added until it fits. The room it leaves
+unused (the "(+N more)" room of a section shown whole, what the costs
+overstated) is the preserved facts' first; what they leave can grow the
+summary (Fitted.grown)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -57,6 +60,8 @@ PRIORITY = (
 _MORE_RESERVE = 8
 # The room left after every section's share is handed out over about this many rounds.
 LEFTOVER_ROUNDS = 20
+# Passes over the room the first fit left unused.
+_REFILLS = 2
 
 
 def more_line(heading: str, count: int) -> str:
@@ -101,6 +106,31 @@ def assemble(
     return render_compact(sections) if compact else render(sections)
 
 
+def _queues(
+    costs: Mapping[str, Sequence[int]], taken: set[tuple[str, int]]
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Each section's items not taken, in order, and the cheapest of each
+    queue from each place on: once none left fits, no round can take one (a
+    long middle queues tens of thousands)."""
+    queues = {h: [i for i in range(len(costs[h])) if (h, i) not in taken] for h in PRIORITY}
+    cheapest = {
+        h: list(accumulate((costs[h][i] for i in reversed(queue)), min))[::-1]
+        for h, queue in queues.items()
+    }
+    return queues, cheapest
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A fitted summary, its warnings, and the same summary in `extra` tokens
+    more than it takes (grown(extra), once): the items it left out go round
+    that room, and every item it holds stays."""
+
+    text: str
+    warnings: list[str]
+    grown: Callable[[int], str]
+
+
 def fit(
     candidates: Mapping[str, Sequence[Item]],
     *,
@@ -113,6 +143,22 @@ def fit(
     """The rendered summary within `budget` tokens, and any warnings; `compact`:
     empty sections share one line (template.render_compact); `earlier`: see
     assemble."""
+    made = fitted(
+        candidates, budget=budget, counter=counter, focus=focus, compact=compact, earlier=earlier
+    )
+    return made.text, made.warnings
+
+
+def fitted(
+    candidates: Mapping[str, Sequence[Item]],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    focus: str | None = None,
+    compact: bool = False,
+    earlier: Mapping[str, int] | None = None,
+) -> Fitted:
+    """fit(), with the summary it makes grown on demand (Fitted.grown)."""
     skeleton = render_compact({}) if compact else render({})
     warnings: list[str] = []
     # Every candidate is weighed, a long middle's thousands of actions too.
@@ -152,27 +198,25 @@ def fit(
     # tokens in proportion to its share (an item at least), so no section with
     # material is starved, and one of many long items does not crowd out the
     # next item of a section before it.
-    queues = {h: [i for i in range(len(costs[h])) if (h, i) not in taken] for h in PRIORITY}
-    # The cheapest item from each place in a queue on: once none left fits,
-    # no round can take one (a long middle queues tens of thousands).
-    cheapest = {
-        h: list(accumulate((costs[h][i] for i in reversed(queue)), min))[::-1]
-        for h, queue in queues.items()
-    }
+    queues, cheapest = _queues(costs, taken)
     at = dict.fromkeys(PRIORITY, 0)
-    while any(at[h] < len(q) and cheapest[h][at[h]] <= room - used for h, q in queues.items()):
-        for heading in PRIORITY:
-            queue, place = queues[heading], at[heading]
-            allowance, spent, start = room * SHARES[heading] / LEFTOVER_ROUNDS, 0, place
-            while place < len(queue) and (
-                place == start or spent + costs[heading][queue[place]] <= allowance
-            ):
-                i = queue[place]
-                place += 1
-                if used + costs[heading][i] <= room:
-                    take(heading, i)
-                    spent += costs[heading][i]
-            at[heading] = place
+
+    def go_round(room: int) -> None:
+        while any(at[h] < len(q) and cheapest[h][at[h]] <= room - used for h, q in queues.items()):
+            for heading in PRIORITY:
+                queue, place = queues[heading], at[heading]
+                allowance, spent, start = room * SHARES[heading] / LEFTOVER_ROUNDS, 0, place
+                while place < len(queue) and (
+                    place == start or spent + costs[heading][queue[place]] <= allowance
+                ):
+                    i = queue[place]
+                    place += 1
+                    if used + costs[heading][i] <= room:
+                        take(heading, i)
+                        spent += costs[heading][i]
+                at[heading] = place
+
+    go_round(room)
     text = assemble(candidates, chosen, compact=compact, earlier=earlier)
     while counter.text(text) > budget and added:
         heading, index = added.pop()
@@ -185,4 +229,33 @@ def fit(
             f"summary budget of {budget} tokens is below the bare template "
             f"({counter.text(skeleton)} tokens); wrote the headings only"
         )
-    return text, warnings
+    first = text
+
+    def grown(extra: int) -> str:
+        """The summary in `extra` tokens more than it takes: the items left out
+        go round that room. Any that overshoot were added last, and are the
+        first taken back out."""
+        nonlocal queues, cheapest, at
+        text = first
+        if text == skeleton:
+            return text
+        limit = counter.text(text) + extra
+        for _ in range(_REFILLS):
+            spare = limit - counter.text(text)
+            if spare < 2:
+                break
+            before = len(added)
+            queues, cheapest = _queues(costs, taken)
+            at = dict.fromkeys(PRIORITY, 0)
+            go_round(used + spare)
+            if len(added) == before:
+                break
+            text = assemble(candidates, chosen, compact=compact, earlier=earlier)
+            while counter.text(text) > limit and len(added) > before:
+                heading, index = added.pop()
+                chosen[heading].remove(index)
+                taken.discard((heading, index))
+                text = assemble(candidates, chosen, compact=compact, earlier=earlier)
+        return text
+
+    return Fitted(text=text, warnings=warnings, grown=grown)

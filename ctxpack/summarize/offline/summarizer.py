@@ -9,7 +9,8 @@ before they are written; it catches the obvious shapes only.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.ledger import (
@@ -21,7 +22,7 @@ from ctxpack.summarize.ledger import (
     user_messages,
     with_ledger,
 )
-from ctxpack.summarize.offline.fit import Item, fit
+from ctxpack.summarize.offline.fit import Item, fitted
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build, head_goal
 from ctxpack.summarize.offline.update import left_out_before, merge_previous
@@ -57,6 +58,15 @@ def _marked(item: Item, ledger: Ledger) -> Item:
     return item if text == item.text else replace(item, text=text)
 
 
+@dataclass(frozen=True)
+class Grown:
+    """A summary the offline summarizer wrote, and the same summary given
+    `extra` tokens more room (with_room(extra)); to be asked once."""
+
+    text: str
+    with_room: Callable[[int], str]
+
+
 class OfflineSummarizer:
     name = "offline"
 
@@ -64,6 +74,8 @@ class OfflineSummarizer:
         # The run's index of the session: it pairs the turns, and keeps the
         # facts read for the preserved facts and the retention check.
         self.index = index
+        # The last summary it wrote, and that summary with more room.
+        self.grown: Grown | None = None
 
     def summarize(self, request: SummaryRequest, *, counter: TokenCounter) -> SummaryResult:
         # The ledger and the sections classify the same user messages.
@@ -120,7 +132,7 @@ class OfflineSummarizer:
             for heading, items in candidates.items()
         }
         room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
-        text, warnings = fit(
+        fitting = fitted(
             marked,
             budget=room,
             counter=counter,
@@ -128,8 +140,9 @@ class OfflineSummarizer:
             compact=request.compact,
             earlier=left_out_before(request.previous_summary),
         )
-        text = with_ledger(text, section)
-        return SummaryResult(text=text, source="offline", model=None, warnings=warnings)
+        text = with_ledger(fitting.text, section)
+        self.grown = Grown(text, lambda extra: with_ledger(fitting.grown(extra), section))
+        return SummaryResult(text=text, source="offline", model=None, warnings=fitting.warnings)
 
 
 def _ledger_plain(
