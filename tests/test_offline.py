@@ -22,7 +22,7 @@ from ctxpack.facts.extract import extract_facts, missing_facts
 from ctxpack.facts.preserved import preserved_facts_section
 from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
-from ctxpack.summarize.offline.fit import Item, fit, fitted
+from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.sections import PROGRESS_RE, TRACKED_STATE_RE
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer, day_of
 from ctxpack.summarize.protocol import HEADINGS, SummaryRequest, SummaryResult
@@ -616,7 +616,7 @@ def test_the_room_left_goes_round_in_small_rounds(counter: TokenCounter) -> None
             for n in range(40, 0, -1)
         ],
     }
-    text, _ = fit(candidates, budget=600, counter=counter)
+    text = fit(candidates, budget=600, counter=counter).text
     sections = parse(text)
     assert sections["Historical Task Snapshot"] == [
         x.text for x in candidates["Historical Task Snapshot"]
@@ -642,7 +642,7 @@ def test_a_fitted_summary_grows_into_more_room_and_keeps_what_it_held(
         Item(f"{n}. Ran `make build TARGET={n} {quote_words(n % 7)}` — ok [tool: bash]", order=n)
         for n in range(60, 0, -1)
     ]
-    made = fitted(candidates, budget=900, counter=counter)
+    made = fit(candidates, budget=900, counter=counter)
     before = parse(made.text)
     grown = made.grown(120)
     after = parse(grown)

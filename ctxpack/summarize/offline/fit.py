@@ -139,26 +139,10 @@ def fit(
     focus: str | None = None,
     compact: bool = False,
     earlier: Mapping[str, int] | None = None,
-) -> tuple[str, list[str]]:
-    """The rendered summary within `budget` tokens, and any warnings; `compact`:
-    empty sections share one line (template.render_compact); `earlier`: see
-    assemble."""
-    made = fitted(
-        candidates, budget=budget, counter=counter, focus=focus, compact=compact, earlier=earlier
-    )
-    return made.text, made.warnings
-
-
-def fitted(
-    candidates: Mapping[str, Sequence[Item]],
-    *,
-    budget: int,
-    counter: TokenCounter,
-    focus: str | None = None,
-    compact: bool = False,
-    earlier: Mapping[str, int] | None = None,
 ) -> Fitted:
-    """fit(), with the summary it makes grown on demand (Fitted.grown)."""
+    """The rendered summary within `budget` tokens, any warnings, and the
+    summary grown on demand (Fitted.grown); `compact`: empty sections share one
+    line (template.render_compact); `earlier`: see assemble."""
     skeleton = render_compact({}) if compact else render({})
     warnings: list[str] = []
     # Every candidate is weighed, a long middle's thousands of actions too.

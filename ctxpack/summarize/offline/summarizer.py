@@ -22,7 +22,7 @@ from ctxpack.summarize.ledger import (
     user_messages,
     with_ledger,
 )
-from ctxpack.summarize.offline.fit import Item, fitted
+from ctxpack.summarize.offline.fit import Item, fit
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build, head_goal
 from ctxpack.summarize.offline.update import left_out_before, merge_previous
@@ -132,7 +132,7 @@ class OfflineSummarizer:
             for heading, items in candidates.items()
         }
         room = request.budget_tokens - (counter.text(section) + 2 if section else 0)
-        fitting = fitted(
+        fitting = fit(
             marked,
             budget=room,
             counter=counter,
