@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.paths import same_files
-from ctxpack.summarize.offline.sections import one_per_file
+from ctxpack.summarize.offline.files import one_per_file
 from ctxpack.tokens.counter import TokenCounter
 from tests.builders import call, result
 from tests.conftest import SHARED, TAU_BENCH

@@ -140,6 +140,8 @@ def _summarized(
     ran = ran_only(messages, pairing=pairing)
     kept = visible_texts(ran[: plan.head_end] + ran[plan.tail_start :])
     middle_ran = ran_only(middle, pairing=index.pairing_of(middle))
+    earlier = earlier_facts(request.previous_summary)
+    left = earlier_left(request.previous_summary)
 
     def with_facts(summary: str) -> tuple[str, bool]:
         """The summary and the request still open, then the facts they lose
@@ -153,8 +155,8 @@ def _summarized(
             counter=counter,
             cap_tokens=max(budget_tokens - counter.text(text) - 2, 0),
             memo=index.facts,
-            earlier=earlier_facts(request.previous_summary),
-            earlier_left=earlier_left(request.previous_summary),
+            earlier=earlier,
+            earlier_left=left,
         )
         whole = not left_out(facts).get(PRESERVED_FACTS_HEADING)
         return (f"{text}\n\n{facts}" if facts else text), whole

@@ -113,7 +113,7 @@ _FIRST_PERSON_RE = re.compile(
 )
 _QUOTED_RE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 # How an item in the other agent's own voice is attributed to it.
-SUMMARY_SAID = "The earlier summary said: "
+_SUMMARY_SAID = "The earlier summary said: "
 
 
 @dataclass(frozen=True)
@@ -288,7 +288,7 @@ def _attributed(item: str) -> str:
     if not _FIRST_PERSON_RE.search(_QUOTED_RE.sub("", item_text(item))):
         return item
     marker = head[: len(head) - len(item_text(head))]
-    return f"{marker}{SUMMARY_SAID}{quote(item_text(head))}{newline}{rest}"
+    return f"{marker}{_SUMMARY_SAID}{quote(item_text(head))}{newline}{rest}"
 
 
 def _target(title: str) -> str:

@@ -185,17 +185,17 @@ def fit(
     queues, cheapest = _queues(costs, taken)
     at = dict.fromkeys(PRIORITY, 0)
 
-    def go_round(room: int) -> None:
-        while any(at[h] < len(q) and cheapest[h][at[h]] <= room - used for h, q in queues.items()):
+    def go_round(limit: int) -> None:
+        while any(at[h] < len(q) and cheapest[h][at[h]] <= limit - used for h, q in queues.items()):
             for heading in PRIORITY:
                 queue, place = queues[heading], at[heading]
-                allowance, spent, start = room * SHARES[heading] / LEFTOVER_ROUNDS, 0, place
+                allowance, spent, start = limit * SHARES[heading] / LEFTOVER_ROUNDS, 0, place
                 while place < len(queue) and (
                     place == start or spent + costs[heading][queue[place]] <= allowance
                 ):
                     i = queue[place]
                     place += 1
-                    if used + costs[heading][i] <= room:
+                    if used + costs[heading][i] <= limit:
                         take(heading, i)
                         spent += costs[heading][i]
                 at[heading] = place

@@ -10,10 +10,10 @@ from collections.abc import Collection, Sequence
 
 from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
-from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, without_count
+from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
 from ctxpack.summarize.offline.scan import Scan
@@ -21,8 +21,6 @@ from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key, quote
 from ctxpack.transcript import Message
 
-MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
-MENTIONED = "mentioned"
 VALUES_PER_LINE = 8
 RECENT_COMMANDS = 3
 LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
@@ -356,39 +354,6 @@ def _pending(scan: Scan) -> list[Item]:
         if not q.answered and q.text not in asked
     )
     return items
-
-
-def file_marks(scan: Scan) -> dict[str, list[str]]:
-    """Every path of the middle with what was done to it, most recent first."""
-    touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
-    marks = {path: scan.file_marks.get(path, []) for path in touched}
-    for path in scan.facts.paths:
-        marks.setdefault(path, [])
-    return one_per_file(marks)
-
-
-def one_per_file(marks: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Paths with what was done to them, each file once under its fullest
-    spelling (facts.paths.same_files) where the first of its spellings stood,
-    with all their marks; a path with none was only mentioned."""
-    fullest = same_files(marks)
-    out: dict[str, list[str]] = {}
-    for path, found in marks.items():
-        merged = out.setdefault(fullest.get(path, path), [])
-        merged.extend(mark for mark in found if mark not in merged)
-    for path, found in out.items():
-        if len(found) > 1 and MENTIONED in found:
-            found.remove(MENTIONED)
-        out[path] = ordered_marks(found) or [MENTIONED]
-    return out
-
-
-def ordered_marks(marks: list[str]) -> list[str]:
-    return sorted(marks, key=lambda mark: MARK_ORDER.index(mark) if mark in MARK_ORDER else 99)
-
-
-def file_items(marks: dict[str, list[str]]) -> list[Item]:
-    return [Item(f"- {mask(path)} — {', '.join(found)}") for path, found in marks.items()]
 
 
 def _context(scan: Scan) -> list[Item]:

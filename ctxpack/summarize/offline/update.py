@@ -18,14 +18,13 @@ from dataclasses import replace
 from ctxpack.facts.match import collapse
 from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
+from ctxpack.summarize.offline.files import file_item, file_items, one_per_file
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
     PROGRESS_RE,
     TRACKED_STATE_RE,
-    file_items,
-    one_per_file,
     progress_line,
     repeats_last,
     unique,
@@ -45,7 +44,6 @@ _ACTION_ITEM_RE = re.compile(
     rf"^[-*]\s+(?:{'|'.join(VERBS.values())})\s+(.+?)(?: \(\d+ times\))? — "
 )
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
-_FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
 # How an earlier record's account of the state reads once it is history.
 EARLIER_STATE = "Earlier state: "
 # How a new rule that turns an earlier one around quotes it, and how much of it.
@@ -267,12 +265,12 @@ def _files(old: list[str], new: list[Item]) -> list[Item]:
     marks: dict[str, list[str]] = {}
     opaque: list[Item] = []
     for text in [item.text for item in new] + old:
-        mt = _FILE_ITEM_RE.match(text)
-        if not mt:
+        read = file_item(text)
+        if read is None:
             opaque.append(Item(text))
             continue
-        found = marks.setdefault(mt.group(1), [])
-        for mark in (part.strip() for part in mt.group(2).split(",")):
-            if mark and mark not in found:
+        found = marks.setdefault(read[0], [])
+        for mark in read[1]:
+            if mark not in found:
                 found.append(mark)
     return unique(file_items(one_per_file(marks)), opaque)

@@ -1,0 +1,57 @@
+"""Relevant Files: every path of the middle once, under its fullest
+spelling, with what was done to it ("- src/a.py — created, edited"); an
+update reads such items back (file_item) to merge them with the new turns'."""
+
+from __future__ import annotations
+
+import re
+
+from ctxpack.facts.paths import same_files
+from ctxpack.redact import mask
+from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.scan import Scan
+
+MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
+MENTIONED = "mentioned"
+_FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
+
+
+def file_marks(scan: Scan) -> dict[str, list[str]]:
+    """Every path of the middle with what was done to it, most recent first."""
+    touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
+    marks = {path: scan.file_marks.get(path, []) for path in touched}
+    for path in scan.facts.paths:
+        marks.setdefault(path, [])
+    return one_per_file(marks)
+
+
+def one_per_file(marks: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Paths with what was done to them, each file once under its fullest
+    spelling (facts.paths.same_files) where the first of its spellings stood,
+    with all their marks; a path with none was only mentioned."""
+    fullest = same_files(marks)
+    out: dict[str, list[str]] = {}
+    for path, found in marks.items():
+        merged = out.setdefault(fullest.get(path, path), [])
+        merged.extend(mark for mark in found if mark not in merged)
+    for path, found in out.items():
+        if len(found) > 1 and MENTIONED in found:
+            found.remove(MENTIONED)
+        out[path] = ordered_marks(found) or [MENTIONED]
+    return out
+
+
+def ordered_marks(marks: list[str]) -> list[str]:
+    return sorted(marks, key=lambda mark: MARK_ORDER.index(mark) if mark in MARK_ORDER else 99)
+
+
+def file_items(marks: dict[str, list[str]]) -> list[Item]:
+    return [Item(f"- {mask(path)} — {', '.join(found)}") for path, found in marks.items()]
+
+
+def file_item(text: str) -> tuple[str, list[str]] | None:
+    """The path and marks of an item file_items wrote; None for any other."""
+    found = _FILE_ITEM_RE.match(text)
+    if not found:
+        return None
+    return found.group(1), [mark for part in found.group(2).split(",") if (mark := part.strip())]
