@@ -14,7 +14,7 @@ from ctxpack import formats
 from ctxpack.facts.extract import Facts, extract_facts, message_facts, missing_facts
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import clean_path, looks_like_path
-from ctxpack.facts.preserved import preserved_facts_section
+from ctxpack.facts.preserved import PreservedFacts, preserved_facts_section
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tools import command_of
@@ -506,7 +506,7 @@ def test_a_fact_with_no_whitespace_to_collapse_is_its_own_key() -> None:
 
 def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -> None:
     middle = codex_messages(CODEX)[2:40]
-    section = preserved_facts_section(middle, "", counter=counter, cap_tokens=5000)
+    section = preserved_facts_section(middle, "", counter=counter, cap_tokens=5000).text
     lines = section.splitlines()
     assert lines[0] == f"## {PRESERVED_FACTS_HEADING}"
     kinds = [line.split(":", 1)[0] for line in lines if line.startswith("- ")]
@@ -514,7 +514,7 @@ def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -
     # the four, as Relevant Files names most of them.
     order = ["- Error", "- ID", "- Command", "- Path", "- URL"]
     assert kinds == sorted(kinds, key=order.index)
-    tight = preserved_facts_section(middle, "", counter=counter, cap_tokens=120)
+    tight = preserved_facts_section(middle, "", counter=counter, cap_tokens=120).text
     assert "- Path:" not in tight and tight.endswith("more facts not shown)")
     assert tight.splitlines()[2:4] == [
         "- Error: fatal: your current branch 'main' does not have any commits yet",
@@ -530,13 +530,22 @@ def test_preserved_section_respects_the_cap_and_is_empty_when_nothing_is_missing
 ) -> None:
     middle = codex_messages(CODEX)[2:60]
     full = preserved_facts_section(middle, "", counter=counter, cap_tokens=100_000)
+    assert full.unshown == 0
+    listed = sum(line.startswith("- ") for line in full.text.splitlines())
     for cap in (60, 150, 400):
         section = preserved_facts_section(middle, "", counter=counter, cap_tokens=cap)
-        assert counter.text(section) <= cap
-        assert section.startswith(f"## {PRESERVED_FACTS_HEADING}")
-        assert "more facts not shown)" in section
-    assert preserved_facts_section(middle, "", counter=counter, cap_tokens=10) == ""
-    assert preserved_facts_section(middle, full, counter=counter, cap_tokens=5000) == ""
+        assert counter.text(section.text) <= cap
+        assert section.text.startswith(f"## {PRESERVED_FACTS_HEADING}")
+        shown = sum(line.startswith("- ") for line in section.text.splitlines()) - 1
+        assert section.text.endswith(f"- (+{section.unshown} more facts not shown)")
+        assert shown + section.unshown == listed
+    # No fact fits: no section, and every fact is one it had no room for.
+    assert preserved_facts_section(middle, "", counter=counter, cap_tokens=10) == PreservedFacts(
+        "", listed
+    )
+    assert preserved_facts_section(
+        middle, full.text, counter=counter, cap_tokens=5000
+    ) == PreservedFacts("", 0)
 
 
 def test_preserved_section_masks_secrets(counter: TokenCounter) -> None:
@@ -545,6 +554,6 @@ def test_preserved_section_masks_secrets(counter: TokenCounter) -> None:
         call("c1", "Bash", json.dumps({"command": f"OPENAI_API_KEY={secret} python run.py"})),
         result("c1", "ok"),
     ]
-    section = preserved_facts_section(msgs, "", counter=counter, cap_tokens=500)
+    section = preserved_facts_section(msgs, "", counter=counter, cap_tokens=500).text
     assert "python run.py" in section
     assert secret not in section

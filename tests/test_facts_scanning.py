@@ -369,7 +369,7 @@ def test_preserved_facts_reuse_the_scan_and_see_added_messages(counter: TokenCou
     transcript = formats.read(HAIKU.read_bytes(), path=str(HAIKU))
     middle = transcript.sessions[0].messages[2:-5]
     extra: Message = {"role": "user", "content": "Never touch /etc/hosts or deadbeef1234567."}
-    fresh = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000)
+    fresh = preserved_facts_section([*middle, extra], "", counter=counter, cap_tokens=100_000).text
     index = SessionIndex(middle)
     memo = index.facts
     scan(middle, index=index)
@@ -377,7 +377,7 @@ def test_preserved_facts_reuse_the_scan_and_see_added_messages(counter: TokenCou
     assert memo.known(extra) is None
     reused = preserved_facts_section(
         [*middle, extra], "", counter=counter, cap_tokens=100_000, memo=memo
-    )
+    ).text
     assert reused == fresh
     assert "/etc/hosts" in reused and "deadbeef1234567" in reused
     # A copy is another message: the memo knows objects, not look-alikes.

@@ -15,7 +15,12 @@ import pytest
 
 from ctxpack import formats, markers
 from ctxpack.align.budget import Budget
-from ctxpack.facts.preserved import fact_line, fact_of, preserved_facts_section
+from ctxpack.facts.preserved import (
+    PreservedFacts,
+    fact_line,
+    fact_of,
+    preserved_facts_section,
+)
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.ledger import LEDGER_HEADING, user_words
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
@@ -117,12 +122,37 @@ def test_an_update_preserves_again_the_facts_its_summary_does_not_name(
         cap_tokens=500,
         earlier=earlier,
     )
-    assert section.splitlines() == [
+    assert section.text.splitlines() == [
         "## Preserved Facts",
         "Facts from the compacted turns that the record above does not mention:",
         "- Error: TS2322: Type 'string' is not assignable",
         "- Path: /tmp/fix_markdown.py",
     ]
+    assert section.unshown == 0
+
+
+def test_facts_an_earlier_record_left_out_are_counted_not_missed_again(
+    counter: TokenCounter,
+) -> None:
+    """The earlier record's count is carried; with room for every fact there
+    is, the section shows them all, and no fact of this round is unshown
+    (the run then lets the record grow into the room that is left)."""
+    earlier = [
+        "- Error: TS2322: Type 'string' is not assignable",
+        "- (+3 more facts not shown)",
+    ]
+    section = preserved_facts_section(
+        [], "", counter=counter, cap_tokens=500, earlier=earlier, earlier_left=3
+    )
+    assert section.text.splitlines()[2:] == [
+        "- Error: TS2322: Type 'string' is not assignable",
+        "- (+3 more facts not shown)",
+    ]
+    assert section.unshown == 0
+    tight = preserved_facts_section(
+        [], "", counter=counter, cap_tokens=30, earlier=earlier, earlier_left=3
+    )
+    assert tight == PreservedFacts("", 1)
 
 
 def _record(messages: list[Message]) -> str:
@@ -219,3 +249,44 @@ def test_a_second_round_counts_on_what_the_first_had_no_room_for(
         LEDGER_HEADING: 49 + 12,
         PRESERVED_FACTS_HEADING: 62 + 77,
     }
+
+
+def _update(first_window: int, second_window: int, new: int) -> tuple[list[Message], list[Message]]:
+    """The large pi session compacted at its middle user message in one
+    window, then with the `new` messages after it in another."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    said = [i for i, msg in enumerate(messages) if user_words(msg) is not None]
+    half = said[len(said) // 2]
+
+    def settings(window: int) -> CompressSettings:
+        return CompressSettings(budget=Budget(context_length=window), force=True)
+
+    first, _ = compress_messages(
+        messages[:half], counter=TokenCounter(), settings=settings(first_window)
+    )
+    more = messages[half : half + new]
+    second, _ = compress_messages(
+        [*first, *more], counter=TokenCounter(), settings=settings(second_window)
+    )
+    return second, more
+
+
+def test_an_update_grows_into_the_room_its_facts_leave() -> None:
+    # The first record had no room for all its facts and carries their count;
+    # every fact of the new turns fits, so the record grows into the rest of
+    # its room as a first record does: the user's rule it had cut is back.
+    second, _ = _update(16_000, 32_000, 150)
+    rules = _rules_of(second)
+    assert '- The user said: "no, the block should stay as is"' in rules
+    assert not [rule for rule in rules if rule.startswith("- (+")]
+    assert left_out(_record(second))[PRESERVED_FACTS_HEADING] == 77
+
+
+def test_the_facts_beside_a_grown_record_are_read_against_the_kept_turns() -> None:
+    # A fact the turns kept verbatim name is not missing, for the grown
+    # record as for the first fitting.
+    second, more = _update(16_000, 32_000, 60)
+    facts = [fact_of(line) for line in parse(_record(second))[PRESERVED_FACTS_HEADING]]
+    kept = "\n".join(json.dumps(msg) for msg in more)
+    assert "cd packages/coding-agent && npm run check" in kept
+    assert "cd packages/coding-agent && npm run check" not in facts

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ctxpack.facts.extract import FactCollector, FactMemo, message_facts
 from ctxpack.facts.match import Haystack, collapse, dedupe
@@ -77,6 +78,17 @@ def earlier_left(previous_summary: str | None) -> int:
     return left_out(previous_summary).get(PRESERVED_FACTS_HEADING, 0)
 
 
+@dataclass(frozen=True)
+class PreservedFacts:
+    """The section ("" when no fact is missing, or none fits) and how many
+    of the facts missing from the record it had no room for. The count an
+    earlier record carried is not among them: those facts were left out
+    before, and no room now would bring them back."""
+
+    text: str
+    unshown: int
+
+
 def preserved_facts_section(
     middle: list[Message],
     summary_text: str,
@@ -86,9 +98,9 @@ def preserved_facts_section(
     memo: FactMemo | None = None,
     earlier: Sequence[str] = (),
     earlier_left: int = 0,
-) -> str:
+) -> PreservedFacts:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
-    most important first, within cap_tokens; "" when nothing is missing.
+    most important first, within cap_tokens.
     `memo`: the facts the summarizer found while it read the middle.
     `earlier`: the items of the section of the record the summary updates:
     its facts were compacted too, and stay while the summary does not name
@@ -116,7 +128,7 @@ def preserved_facts_section(
         ]
     )
     if not candidates:
-        return ""
+        return PreservedFacts("", 0)
     head = [f"## {PRESERVED_FACTS_HEADING}", PRESERVED_INTRO]
     used = counter.text("\n".join(head)) + 1
     more = _more_cost(counter)
@@ -134,14 +146,12 @@ def preserved_facts_section(
             used += cost
         else:
             skipped += 1
-    if not chosen:
-        return ""
-    section = _render(head, chosen, skipped)
+    section = _render(head, chosen, skipped) if chosen else ""
     while counter.text(section) > cap_tokens and chosen:
         chosen.pop()
         skipped += 1
-        section = _render(head, chosen, skipped)
-    return section if chosen else ""
+        section = _render(head, chosen, skipped) if chosen else ""
+    return PreservedFacts(section, len(candidates) - len(chosen))
 
 
 def _more_cost(counter: TokenCounter) -> int:

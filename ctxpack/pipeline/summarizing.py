@@ -21,9 +21,8 @@ from ctxpack.report import SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.assemble import assemble
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
-from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING, Summarizer
+from ctxpack.summarize.protocol import Summarizer
 from ctxpack.summarize.stage import run_summary
-from ctxpack.summarize.template import left_out
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import Pairing
 from ctxpack.transcript import Message
@@ -138,7 +137,9 @@ def _summarized(
     # Calls that never got a result are no facts: they never ran, and the
     # kept turns are read without them.
     ran = ran_only(messages, pairing=pairing)
-    kept = visible_texts(ran[: plan.head_end] + ran[plan.tail_start :])
+    # Read by every fitting of the facts: joined once, not a generator one
+    # fitting would use up.
+    kept = "\n".join(visible_texts(ran[: plan.head_end] + ran[plan.tail_start :]))
     middle_ran = ran_only(middle, pairing=index.pairing_of(middle))
     earlier = earlier_facts(request.previous_summary)
     left = earlier_left(request.previous_summary)
@@ -151,15 +152,14 @@ def _summarized(
             text = f"{text}\n\n{active}"
         facts = preserved_facts_section(
             middle_ran,
-            "\n".join([text, *kept]),
+            f"{text}\n{kept}",
             counter=counter,
             cap_tokens=max(budget_tokens - counter.text(text) - 2, 0),
             memo=index.facts,
             earlier=earlier,
             earlier_left=left,
         )
-        whole = not left_out(facts).get(PRESERVED_FACTS_HEADING)
-        return (f"{text}\n\n{facts}" if facts else text), whole
+        return (f"{text}\n\n{facts.text}" if facts.text else text), not facts.unshown
 
     # The exact turns this summary replaces, for `ctxpack show` / restore; an
     # earlier record's own turns stay listed before them.
