@@ -200,12 +200,21 @@ def fit(
                         spent += costs[heading][i]
                 at[heading] = place
 
-    go_round(room)
-    text = assemble(candidates, chosen, compact=compact, earlier=earlier)
-    while counter.text(text) > budget and added:
-        heading, index = added.pop()
-        chosen[heading].remove(index)
+    def trimmed(limit: int, *, keep: int) -> str:
+        """The summary within `limit` tokens: the items added last, after
+        the first `keep`, taken back out until it fits (summed item costs
+        are no exact count of the rendered text). What is taken out can be
+        offered again to a larger room."""
         text = assemble(candidates, chosen, compact=compact, earlier=earlier)
+        while counter.text(text) > limit and len(added) > keep:
+            heading, index = added.pop()
+            chosen[heading].remove(index)
+            taken.discard((heading, index))
+            text = assemble(candidates, chosen, compact=compact, earlier=earlier)
+        return text
+
+    go_round(room)
+    text = trimmed(budget, keep=0)
     if counter.text(text) > budget:
         text = skeleton
     if counter.text(text) > budget:
@@ -234,12 +243,7 @@ def fit(
             go_round(used + spare)
             if len(added) == before:
                 break
-            text = assemble(candidates, chosen, compact=compact, earlier=earlier)
-            while counter.text(text) > limit and len(added) > before:
-                heading, index = added.pop()
-                chosen[heading].remove(index)
-                taken.discard((heading, index))
-                text = assemble(candidates, chosen, compact=compact, earlier=earlier)
+            text = trimmed(limit, keep=before)
         return text
 
     return Fitted(text=text, warnings=warnings, grown=grown)
