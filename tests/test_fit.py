@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ctxpack import formats, toolpairs
+from ctxpack import formats, markers, toolpairs
 from ctxpack import messages as m
 from ctxpack.align.boundaries import latest_user_index
 from ctxpack.cli import app
@@ -24,6 +24,7 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.compaction import CompressSettings
 from ctxpack.pipeline.run import FALLBACK_FORMAT, output_format, read_transcript
 from ctxpack.settings import resolve
+from ctxpack.summarize.template import left_out
 from ctxpack.tokens.tally import count_transcript
 from ctxpack.transcript import Transcript
 from tests.conftest import COUNTER, FIXTURES, SHARED, TAU_BENCH
@@ -179,6 +180,20 @@ def test_the_dry_run_plan_totals_the_tokens_of_the_written_output(
     ]
     assert document["total"] == document["tokens_after"] == counted <= document["budget"]
     assert sum(r["tokens_after"] for r in rows) == counted
+    # The record's row counts the items its "(+N more)" lines say it had no room for.
+    records = [r for r in rows if r["action"] == "record"]
+    bodies = [
+        markers.summary_body(msg)
+        for session in read(out).sessions
+        for msg in session.messages
+        if markers.is_summary(msg)
+    ]
+    assert len(records) == len(bodies)
+    for record, body in zip(records, bodies, strict=True):
+        unshown = sum(left_out(body).values())
+        said = f"; {unshown} item(s) it had no room for"
+        assert record["reason"].endswith(said) if unshown else "room" not in record["reason"]
+    assert any(left_out(body) for body in bodies)
 
 
 def test_the_dry_run_table_goes_to_stderr_and_writes_nothing(tmp_path: Path) -> None:

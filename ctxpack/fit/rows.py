@@ -7,6 +7,7 @@ from ctxpack.fit.plan import Action, FitRow, Region
 from ctxpack.prune.stage import SHRINK, PruneResult
 from ctxpack.report import SessionReport
 from ctxpack.summarize.assemble import without_merged_summary
+from ctxpack.summarize.template import left_out
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 
@@ -108,14 +109,10 @@ def _same_slot(wanted: Message, found: Message) -> bool:
 
 
 def _record_reason(text: str, summarized: int) -> str:
-    """What the record holds, and how many of its items the budget left out."""
-    dropped = 0
-    for line in text.splitlines():
-        stripped = line.strip().removeprefix("- ")
-        if stripped.startswith("(+") and " " in stripped:
-            number = stripped[2:].split(" ", 1)[0]
-            dropped += int(number) if number.isdigit() else 0
+    """What the record holds, and how many items it says it had no room
+    for (an earlier record's count it carries on included)."""
+    unshown = sum(left_out(text).values())
     reason = f"{summarized} message(s) summarized"
-    if dropped:
-        reason += f"; {dropped} item(s) dropped from the record for the budget"
+    if unshown:
+        reason += f"; {unshown} item(s) it had no room for"
     return reason
