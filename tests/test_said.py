@@ -5,8 +5,10 @@ that ends in a colon; such a sentence is quoted with the list it announces
 list is what it says (a block reads wrong out of it). Its reply to a
 question: the first sentence it wrote after it, the same way, unless that
 sentence only announces a tool call; then the first sentence of a later
-text, before the user spoke again. Questions in a row that one reply answers
-are one line, the answer quoted once. A decision is said, not guessed: a
+text, before the user spoke again. A first sentence that only acknowledges
+("Good question!", "You're right!", "Yes!") leads the one that answers.
+Questions in a row that one reply answers are one line, the answer quoted
+once. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
 it), nor one that was not needed, and the assistant's own: not advice to the
@@ -131,6 +133,41 @@ def test_a_reply_is_no_announcement_of_a_tool_call(
     turns: list[dict[str, object]], answer: str, counter: TokenCounter
 ) -> None:
     middle = [QUESTION, *turns, said("Code blocks use cyan.")]
+    replies = section(summarize(middle, counter).text, "Resolved Questions")
+    assert replies == [f'- Q: "what color are the code blocks using?" — A: "{answer}"']
+
+
+@pytest.mark.parametrize(
+    ("turns", "answer"),
+    [
+        (
+            [said("Good question! Deleting the theme falls back to dark.")],
+            "Good question! Deleting the theme falls back to dark.",
+        ),
+        (
+            [said("You're absolutely right! We only have one link color.")],
+            "You're absolutely right! We only have one link color.",
+        ),
+        # Acknowledgements in a row lead with the first.
+        ([said("Yes! Perfect! The selector reloads them.")], "Yes! The selector reloads them."),
+        # The answer comes after a tool call.
+        (
+            [
+                said("Good question! Let me check:"),
+                call("c1", "read", {"path": "theme.ts"}),
+                result("c1", "fallback: dark"),
+                said("It falls back to dark."),
+            ],
+            "Good question! It falls back to dark.",
+        ),
+        # An answer that says something of its own is quoted as it is.
+        ([said("Yes, I did. The docs list 44 tokens.")], "Yes, I did."),
+    ],
+)
+def test_a_reply_that_only_acknowledges_leads_the_answer(
+    turns: list[dict[str, object]], answer: str, counter: TokenCounter
+) -> None:
+    middle = [QUESTION, *turns, {"role": "user", "content": "ok"}, said("Done.")]
     replies = section(summarize(middle, counter).text, "Resolved Questions")
     assert replies == [f'- Q: "what color are the code blocks using?" — A: "{answer}"']
 

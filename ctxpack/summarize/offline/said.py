@@ -9,7 +9,7 @@ import re
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.text import sentences
-from ctxpack.summarize.ledger import user_words
+from ctxpack.summarize.ledger import is_acknowledgement, user_words
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.pasted import without_screens
 from ctxpack.transcript import Message
@@ -189,7 +189,8 @@ class Replies:
     """The assistant's reply to a turn: the first sentence it wrote after it,
     unless that sentence announces a tool call (its text ends with it): then
     the first of a later text that says something, before the user spoke
-    again; else the first it wrote."""
+    again; else the first it wrote. A first sentence that only acknowledges
+    leads the one that answers."""
 
     def __init__(self, middle: list[Message], texts: list[str]) -> None:
         self._texts = texts
@@ -241,14 +242,27 @@ class Replies:
 
     def _reply_from(self, found: int) -> str:
         at: int | None = found
+        # "Good question!" answers nothing, and "Yes!" little: what follows
+        # it answers, in this text or, when a call comes first, a later one.
+        lead = ""
         while at is not None:
-            said = list(itertools.islice(sentences(self._texts[at]), 2))
-            if said and not _announces_a_call(said, 0):
-                return with_list(self._texts[at], said[0], quote=MAX_REPLY, limit=MAX_QUOTE)
+            text = self._texts[at]
+            # The sentences up to the one after the first that is no
+            # acknowledgement: enough to tell whether that one ends the text.
+            rest = sentences(text)
+            said = list(itertools.islice(rest, 2))
+            first = 0
+            while first < len(said) and is_acknowledgement(said[first]):
+                lead = lead or said[first]
+                first += 1
+                said.extend(itertools.islice(rest, 1))
+            if first < len(said) and not _announces_a_call(said, first):
+                answer = with_list(text, said[first], quote=MAX_REPLY, limit=MAX_QUOTE)
+                return f"{lead} {answer}" if lead else answer
             if self._user_before_next[at]:
                 break
             at = self._next[at]
-        return clip(next(sentences(self._texts[found]), ""), MAX_REPLY)
+        return lead or clip(next(sentences(self._texts[found]), ""), MAX_REPLY)
 
 
 class Said:
