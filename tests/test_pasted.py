@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ctxpack import formats, markers
+from ctxpack import messages as m
 from ctxpack.align.budget import Budget
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger
@@ -18,6 +19,16 @@ from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import SHARED
 
 GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+# Changelog lines of a diff, wrapped and padded to the terminal's width.
+CHANGELOG = "\n".join(
+    line.ljust(72)
+    for line in [
+        " + 15 - **Newline Handling**: `TruncatedText` now stops at the first",
+        " newline and only displays the first line.",
+        " + 16",
+    ]
+)
 
 
 @pytest.mark.parametrize(
@@ -79,10 +90,32 @@ def test_prose_lines(line: str) -> None:
         ("├───goal.md\n├───phase-3-of-6.md\n└───status.txt", []),
         # Prose with no paste is read as before.
         ("HARD CONSTRAINT: Do not push to main.\nWe are on phase 4 of 6.", ["constraint", "goal"]),
+        # A screen copied off a terminal pads its lines with spaces to one
+        # width: the tail of a wrapped line in it is no rule of the user's.
+        (
+            f"{CHANGELOG}\n\nremove that, it must only say that themes are not supported",
+            ["constraint"],
+        ),
+        # So is one the user introduces, and their introduction stays.
+        (f"You must keep this:\n{CHANGELOG}", ["constraint"]),
+        # Two trailing spaces end a Markdown line: typed lines, however long.
+        ("Never push to main.  \nAlways lint it all.  ", ["constraint", "constraint"]),
     ],
 )
 def test_only_prose_is_classified(text: str, kinds: list[str]) -> None:
     assert [kind for kind, _ in classified(text)] == kinds
+
+
+@pytest.mark.skipif(not PI_LARGE.exists(), reason=f"shared transcripts not found at {SHARED}")
+def test_a_changelog_pasted_off_a_terminal_states_nothing() -> None:
+    """In the large pi session the user pasted the changelog lines of a diff
+    off their terminal, wrapped and padded to its width, and asked under it to
+    remove them: no line of the paste is a rule or a fact of theirs."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    said = [m.text(msg) for msg in messages if m.role(msg) == "user"]
+    pasted = next(body for body in said if body.endswith("themes are not supported"))
+    assert "\n newline and only displays the first line. " in pasted
+    assert classified(pasted) == []
 
 
 def test_a_paste_changes_no_value() -> None:

@@ -166,8 +166,12 @@ def _rules_of(messages: list[Message]) -> list[str]:
     return rules.split("\n\n", 1)[0].splitlines()
 
 
-# The last six rules the user gave in the large pi session.
+# The last six rules the user gave in the large pi session. The tail of a
+# changelog line the user pasted off a terminal ("newline and only displays
+# the first line.") is not one of them.
 LATEST_RULES = [
+    "- The user said: \"and also, the context suage in the footer should be 'warning' if"
+    " it's > 70% and 'error' if its > 90% so the user sees shit is about to get fucked\"",
     '- The user said: "in the system prompt make sure you know to read the README.md also'
     ' when the user asks you to create a new theme"',
     '- The user said: "hm, i selected the theme while you were working and got a crash,'
@@ -176,7 +180,6 @@ LATEST_RULES = [
     '- The user said: "setTheme should return an error that the caller can display however'
     ' they want"',
     '- The user said: "make sure toolText is also used."',
-    '- The user said: "newline and only displays the first line."',
 ]
 
 
@@ -186,7 +189,7 @@ def test_one_round_at_a_small_window_keeps_the_user_s_latest_rules() -> None:
     messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
     settings = CompressSettings(budget=Budget(context_length=16_000), force=True)
     out, _ = compress_messages(messages, counter=TokenCounter(), settings=settings)
-    assert _rules_of(out) == [*LATEST_RULES, "- (+10 more)"]
+    assert _rules_of(out) == [*LATEST_RULES, "- (+9 more)"]
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +216,6 @@ def test_a_second_round_at_a_small_window_keeps_the_user_s_newer_rules_first(
     # the order it was said.
     assert _rules_of(second) == [
         '- The user said: "link text should be same as accent"',
-        "- The user said: \"and also, the context suage in the footer should be 'warning' if"
-        " it's > 70% and 'error' if its > 90% so the user sees shit is about to get fucked\"",
         *LATEST_RULES,
         "- (+8 more)",
     ]
@@ -242,13 +243,13 @@ def test_a_second_round_counts_on_what_the_first_had_no_room_for(
     assert second == {
         "Constraints & Preferences": 8,
         # What this round had no room for, and what the first left out.
-        "Completed Actions": 135 + 164,
+        "Completed Actions": 134 + 164,
         "Key Decisions": 4 + 6,
-        "Resolved Questions": 11 + 5,
-        "Relevant Files": 26 + 20,
-        "Critical Context": 12 + 3,
-        LEDGER_HEADING: 49 + 12,
-        PRESERVED_FACTS_HEADING: 62 + 77,
+        "Resolved Questions": 10 + 5,
+        "Relevant Files": 23 + 20,
+        "Critical Context": 3 + 3,
+        LEDGER_HEADING: 50 + 12,
+        PRESERVED_FACTS_HEADING: 59 + 77,
     }
 
 

@@ -7,6 +7,7 @@ box-drawn dialog or a crash log states nothing the user asked for."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ctxpack.facts.text import sentences
 
@@ -32,6 +33,8 @@ _PASTED_LINE = re.compile(
 # Text laid out in columns: two gaps of four spaces or more between words.
 _COLUMNS = re.compile(r"\S {4,}\S.*\S {4,}\S")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
+# A Markdown line break is two trailing spaces; a terminal pads wider.
+_MARKDOWN_BREAK = 2
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 
@@ -49,13 +52,31 @@ def prose(text: str) -> str:
     kept: list[str] = []
     for paragraph in _PARAGRAPH.split(_unfenced(text)):
         lines = [line for line in paragraph.split("\n") if line.strip()]
-        flags = [pasted_line(line) for line in lines]
+        width = _screen_width(lines)
+        flags = [pasted_line(line) or _padded(line, width) for line in lines]
         if not any(flags):
             kept.append(paragraph)
         elif not flags[0]:
             # Prose lines before the first pasted one stay: the user's framing.
             kept.append("\n".join(lines[: flags.index(True)]))
     return "\n\n".join(kept)
+
+
+def _screen_width(lines: list[str]) -> int | None:
+    """The width a terminal pads the lines of a screen copied off it to, with
+    spaces: a length two or more lines ending in spaces share, one of them
+    padded wider than a Markdown line break. A line the user typed is not
+    padded out to the width of the lines beside it; the tail of a wrapped
+    line copied off a screen ("newline and only displays the first line.")
+    is no sentence of the user's."""
+    lengths = Counter(len(line) for line in lines if line.endswith(" "))
+    wide = {len(line) for line in lines if len(line) - len(line.rstrip(" ")) > _MARKDOWN_BREAK}
+    shared = [length for length, count in lengths.items() if count > 1 and length in wide]
+    return max(shared) if shared else None
+
+
+def _padded(line: str, width: int | None) -> bool:
+    return width is not None and (line.endswith(" ") or len(line) == width)
 
 
 def _unfenced(text: str) -> str:
