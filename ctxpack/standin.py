@@ -2,7 +2,8 @@
 
 A stand-in opens with PRUNED_PREFIX, names the call, and says how the output
 ended right after the label's arrow: "→ exit 3", "→ exit 1, nothing printed",
-"→ still running (session 7)", "→ error", "→ aborted" (the user stopped it).
+"→ exit 1, not a failure" (a command's answer: diff's differences), "→ still
+running (session 7)", "→ error", "→ aborted" (the user stopped it).
 Every stage after pruning reads a stand-in here, and so learns what it would
 have learnt from the output itself; the output's telling error line is the
 quote `quoted_error` finds.
@@ -16,9 +17,14 @@ from typing import NamedTuple
 PRUNED_PREFIX = "[ctxpack pruned]"
 # What an output that exits 1 with nothing printed (an answer) is said to be.
 QUIET = "nothing printed"
-_QUIET = ", " + QUIET
+# What one that exits 1 printing its command's answer (answers.py) is said to be.
+ANSWERED = "not a failure"
 _ENDING = re.compile(
-    r" → (?:exit (?P<code>-?\d+)(?P<quiet>" + re.escape(_QUIET) + r")?"
+    r" → (?:exit (?P<code>-?\d+)(?P<quiet>, (?:"
+    + re.escape(QUIET)
+    + r"|(?P<answered>"
+    + re.escape(ANSWERED)
+    + r")))?"
     r"|(?P<running>still running)(?: \(session (?P<session>\d+)\))?"
     r"|(?P<error>error)|(?P<aborted>aborted))(?=[;,]|$)"
 )
@@ -28,19 +34,30 @@ class Ending(NamedTuple):
     """How a stand-in says its output ended."""
 
     code: int | None
-    quiet: bool  # exit 1 with nothing printed: an answer, not a failure
+    quiet: bool  # exit 1 that is an answer, not a failure
+    answered: bool  # that answer printed (see ANSWERED)
     running: bool
     session: str | None
     error: bool
     aborted: bool  # the user stopped it: an error with nothing to fix
 
 
-def ending(*, exit_code: int | None, running: str, error: bool, aborted: bool = False) -> str:
+def ending(
+    *,
+    exit_code: int | None,
+    running: str,
+    error: bool,
+    aborted: bool = False,
+    printed: bool = False,
+) -> str:
     """How an output ended, in a stand-in's words: the exit code, still
-    running, aborted, or an error; "" when it says none of these."""
+    running, aborted, or an error; "" when it says none of these. `printed`:
+    an exit that is no failure printed its answer."""
     if exit_code is not None:
-        # Only an answer (exit 1, nothing printed) exits non-zero and did not fail.
-        return f"exit {exit_code}" + (_QUIET if exit_code and not error else "")
+        # Only an answer (exit 1) exits non-zero and did not fail.
+        if exit_code and not error:
+            return f"exit {exit_code}, " + (ANSWERED if printed else QUIET)
+        return f"exit {exit_code}"
     if running:
         return running
     if aborted:
@@ -98,7 +115,15 @@ def is_pruned(text: str) -> bool:
     return text.lstrip().startswith(PRUNED_PREFIX)
 
 
-_SAID_NONE = Ending(code=None, quiet=False, running=False, session=None, error=False, aborted=False)
+_SAID_NONE = Ending(
+    code=None,
+    quiet=False,
+    answered=False,
+    running=False,
+    session=None,
+    error=False,
+    aborted=False,
+)
 
 
 def ending_said(text: str) -> Ending | None:
@@ -113,6 +138,7 @@ def ending_said(text: str) -> Ending | None:
     return Ending(
         code=int(code) if code else None,
         quiet=bool(found["quiet"]),
+        answered=bool(found["answered"]),
         running=bool(found["running"]),
         session=found["session"],
         error=bool(found["error"] or found["aborted"]),

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ctxpack.answers import answer_shape, is_answer
 from ctxpack.facts.match import collapse, folded
 from ctxpack.printed import EXIT_STATUS, parse_json, printed_of, unwrap
 from ctxpack.standin import ending_said, is_pruned
@@ -81,10 +82,12 @@ class OutputFacts:
     error: bool = False
     aborted: bool = False  # failed because the user stopped it
     json_value: Any = None  # the parsed output, when it is JSON
+    printed: bool = False  # a non-zero exit that is no failure printed its answer
 
 
-def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
-    """What one output says; `flagged` is the result's own error flag."""
+def analyze(output: str, *, flagged: bool = False, command: str | None = None) -> OutputFacts:
+    """What one output says; `flagged` is the result's own error flag,
+    `command` the command that printed it, where known."""
     code = exit_code(output)
     value = parse_json(output)
     body = unwrap(output, value)
@@ -92,7 +95,8 @@ def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
     if code is None and still_running(output):
         session = running_session(output)
         running = f"still running (session {session})" if session else "still running"
-    error = _failed(output, code=code, value=value, flagged=flagged)
+    error = _failed(output, code=code, value=value, flagged=flagged, command=command)
+    answered = bool(code) and not error and ending_said(output) is None
     return OutputFacts(
         chars=len(output),
         body=body,
@@ -102,6 +106,7 @@ def analyze(output: str, *, flagged: bool = False) -> OutputFacts:
         error=error,
         aborted=error and aborted(output),
         json_value=value,
+        printed=answered and bool(printed_of(output, value).strip()),
     )
 
 
@@ -125,10 +130,13 @@ def result_failed(output: str, *, flagged: bool = False) -> bool:
     return failed_with_code(output, code=exit_code(output), flagged=flagged)
 
 
-def failed_with_code(output: str, *, code: int | None, flagged: bool = False) -> bool:
-    """result_failed, for a caller that has read the exit code already."""
+def failed_with_code(
+    output: str, *, code: int | None, flagged: bool = False, command: str | None = None
+) -> bool:
+    """result_failed, for a caller that has read the exit code already, and
+    may know the command that printed the output."""
     value = parse_json(output) if _may_say_failed(output) else None
-    return _failed(output, code=code, value=value, flagged=flagged)
+    return _failed(output, code=code, value=value, flagged=flagged, command=command)
 
 
 def _may_say_failed(output: str) -> bool:
@@ -141,8 +149,10 @@ def _may_say_failed(output: str) -> bool:
     return "\\u" in output or any(key in output for key in _QUOTED_FAILURE_KEYS)
 
 
-def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool:
-    if code == 1 and _answered(output, value):
+def _failed(
+    output: str, *, code: int | None, value: Any, flagged: bool, command: str | None = None
+) -> bool:
+    if code == 1 and _answered(output, value, command):
         return False
     if flagged or (code is not None and code != 0) or _json_error(value):
         return True
@@ -159,17 +169,22 @@ def _failed(output: str, *, code: int | None, value: Any, flagged: bool) -> bool
 _STATUS_ONLY_CHARS = 400
 
 
-def _answered(output: str, value: Any) -> bool:
+def _answered(output: str, value: Any, command: str | None) -> bool:
     """Exit status 1 with nothing printed is an answer, not a failure: a search
     found no line (grep, rg), a test was false (`test -f`, `[ … ]`), two files
     differ (`cmp -s`). Its agent may flag it as an error all the same; an
-    error the command met is printed."""
+    error the command met is printed. The printed answer of a command whose
+    exit status 1 answers (answers.py: diff's differences, grep -c's zero)
+    is one too."""
     said = ending_said(output)
     if said is not None:
         return said.quiet
-    if len(output) > _STATUS_ONLY_CHARS or value is not None:
+    if value is not None:
         return False
-    return not printed_of(output, value)
+    shape = answer_shape(command)
+    if shape is not None:
+        return is_answer(shape, printed_of(output, value))
+    return len(output) <= _STATUS_ONLY_CHARS and not printed_of(output, value)
 
 
 def exit_code(output: str) -> int | None:

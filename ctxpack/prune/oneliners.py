@@ -40,7 +40,7 @@ def one_liner(
     """One line that stands in for `output`, the result of calling `name`;
     `is_error` is the result's own error flag (see result_flagged_error)."""
     call = info or describe(name, arguments)
-    facts = outputs.analyze(output, flagged=is_error)
+    facts = outputs.analyze(output, flagged=is_error, command=call.command or None)
     status = _ending(facts)
     quotes = _quotes(call, facts, output=output, flagged=is_error)
     details = _details(call, facts, arguments=arguments)
@@ -70,12 +70,14 @@ def cite_full(ref: str, *, recall: bool, label: str = "full") -> str:
     return f"{label}: {ref}" if label else ref
 
 
-def duplicate_note(*, later: int, label: str, output: str, is_error: bool = False) -> str:
+def duplicate_note(
+    *, later: int, label: str, output: str, is_error: bool = False, command: str | None = None
+) -> str:
     """Stand-in for an output repeated verbatim later in the transcript. It
     says how the output ended, as a one-liner does: every later stage reads
     the copy of a failed run as failed (two failed edits in a row are no
     failure and a success)."""
-    status = _ending(outputs.analyze(output, flagged=is_error))
+    status = _ending(outputs.analyze(output, flagged=is_error, command=command))
     note = f"{PRUNED_PREFIX} duplicate: same output as #{later} ({label}; {len(output):,} chars)"
     return f"{note} → {status}" if status else note
 
@@ -83,7 +85,11 @@ def duplicate_note(*, later: int, label: str, output: str, is_error: bool = Fals
 def _ending(facts: outputs.OutputFacts) -> str:
     """How the output ended, as every stand-in says it."""
     return ending(
-        exit_code=facts.exit_code, running=facts.running, error=facts.error, aborted=facts.aborted
+        exit_code=facts.exit_code,
+        running=facts.running,
+        error=facts.error,
+        aborted=facts.aborted,
+        printed=facts.printed,
     )
 
 

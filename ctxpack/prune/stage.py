@@ -330,7 +330,11 @@ def _plan_output(
         if stale is not None:
             reason += f"; {stale.reason}"
         note = duplicate_note(
-            later=later_copy, label=info.label, output=body, is_error=result_flagged_error(msg)
+            later=later_copy,
+            label=info.label,
+            output=body,
+            is_error=result_flagged_error(msg),
+            command=info.command or None,
         )
         cited = cite_full(ref_for_text(body), recall=settings.recall, label="")
         return {**msg, "content": f"{note}; {cited}"}, DEDUPE, tool, reason

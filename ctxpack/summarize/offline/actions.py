@@ -14,7 +14,7 @@ from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
 from ctxpack.printed import found_count, json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
-from ctxpack.standin import QUIET, is_pruned, quoted_error, shortened
+from ctxpack.standin import ANSWERED, QUIET, ending_said, is_pruned, quoted_error, shortened
 from ctxpack.tooloutput import (
     aborted,
     exit_code,
@@ -223,7 +223,7 @@ def make_action(
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
     tests = test_summary(out) if kind == "run" else None
-    failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged)
+    failed = bool(outputs) and failed_with_code(out, code=code, flagged=flagged, command=command)
     stopped = failed and aborted(out)
     # A pruned output's stand-in quotes the original's telling error line.
     error = (
@@ -255,7 +255,9 @@ def make_action(
         parts.append("returned " + (shape or clip(out, QUOTED)))
     elif kind == "run" and not pending and not tests and mark != "read":
         # A stand-in keeps no output: it says only how the output ended.
-        parts.extend(_printed("" if is_pruned(out) else printed(out), code=code))
+        said = ending_said(out)
+        text = "" if said is not None else printed(out)
+        parts.extend(_printed(text, code=code, answered=said is not None and said.answered))
     elif kind == "search" and not pending and not is_pruned(out):
         parts.extend(_found(printed(out)))
     action = Action(
@@ -280,13 +282,13 @@ def make_action(
     return action if seen is None else settle(action, seen=seen)
 
 
-def _printed(text: str, *, code: int | None) -> list[str]:
+def _printed(text: str, *, code: int | None, answered: bool = False) -> list[str]:
     """What a command that did not fail printed, as its action says it; the
     last line of a longer output, where builds, tests and git say how things
-    stand."""
+    stand. `answered`: a stand-in says an exit status that answers printed."""
     if not text:
-        # Only an answer exits non-zero without failing: say it printed nothing.
-        return [QUIET] if code else []
+        # Only an answer exits non-zero without failing: say how it answered.
+        return [ANSWERED if answered else QUIET] if code else []
     return _told("printed", text, last=True)
 
 
