@@ -12,7 +12,8 @@ once. A decision is said, not guessed: a
 sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
 it), nor one that was not needed, and the assistant's own: not advice to the
-user nor a requirement on someone else. A decision or a step that announces a
+user nor a requirement on someone else, nor an option it offers (a need it
+would have, or one an "if" governs). A decision or a step that announces a
 list is quoted with it. A plan names the actions of its own stretch: up to
 the user's next message after them, or the assistant's next plan."""
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.text import sentences
-from ctxpack.summarize.offline.said import last_note, spoken
+from ctxpack.summarize.offline.said import last_note, plans, spoken
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.builders import call, result
@@ -290,15 +291,48 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
     assert found is not None and found[1] == steps
 
 
+@pytest.mark.parametrize(
+    ("sentence", "planned"),
+    [
+        # The assistant goes on: it, or "we", does the next thing.
+        ("Next, I'll add the test.", True),
+        ("Next, let me check the build log.", True),
+        ("next, we run the whole suite.", True),
+        ("Next I'll draft the application.", True),
+        # "Next" that describes, or advises the user, plans nothing (the
+        # Glaive session's "Next, you can look for any packets ...").
+        ("Next, the function returns the parsed value.", False),
+        ("Next, you can look for any packets that are being dropped.", False),
+        # A need is a step when it is the assistant's own and unconditional.
+        ("I'll need to look up your reservation details.", True),
+        ("We still need to update the docs.", True),
+        ("To determine if your ticket can be changed, I need to know the cabin class.", True),
+        ("The tests pass if run alone; we still need to fix the flaky one.", True),
+        # A conditional need offers an option (the pi and airline sessions).
+        (
+            "We'd need to add a separate `linkUrl` token if we want to style them differently.",
+            False,
+        ),
+        ("To determine which flights are over 3 hours, I would need to check them.", False),
+        ("If you want a dark theme too, I'd need to add its colors.", False),
+        ("If neither condition is met, I need to know if you have travel insurance.", False),
+        ("If so, please confirm, and I'll need to know which payment method to use.", False),
+    ],
+)
+def test_a_plan_is_a_step_the_assistant_takes_not_one_it_offers(
+    sentence: str, planned: bool
+) -> None:
+    assert plans(sentence) is planned
+
+
 def test_the_cli_record_of_the_pi_session_plans_what_was_left(tmp_path: Path) -> None:
     """Each plan says which of the recorded actions carried it on: those up to
     the user's next message after them (the theme function, its edits and
-    the build; the tests' fixes and their check; the link URL token, which
-    the user's "yes" asked for, up to its build), not every later one."""
+    the build; the tests' fixes and their check), not every later one. The
+    link URL token the assistant said "we'd need" if the user wanted it was
+    an option, no plan: the user's "yes" asked for it."""
     record = cli_record(PI_LARGE, tmp_path)
     assert record["Historical Remaining Work"] == [
-        "- The assistant planned: \"We'd need to add a separate `linkUrl` token if we want to"
-        ' style them differently." (actions 191–206 followed)',
         '- The assistant planned: "The pattern is `new Markdown(text, paddingX, paddingY)` -'
         " need to add two more params: `undefined` for defaultTextStyle, and"
         ' `defaultMarkdownTheme` for theme." (actions 42–94 followed)',

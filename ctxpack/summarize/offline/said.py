@@ -24,19 +24,30 @@ _DECISION_RE = re.compile(
 # the docs") or of no one, as a note ("Need to add two params"): "you may
 # need to contact an agent" is advice, "the cost difference will need to be
 # covered" a requirement on someone else, "I didn't need to" no step at all.
-# "Next steps" is one where it heads what follows ("Next steps:", "My next
-# step is to..."), not in "Ready for next steps!" or "I'll guide you through
-# the next steps", which name the user's.
+# A conditional need offers an option, not a step: "we'd need to add a token
+# if we want to style them", and a need an "if" governs ("If neither
+# condition is met, I need to know ..."); an "if" that follows a verb asks
+# whether ("To determine if it can be changed, I need to know ..."), so only
+# one that opens a clause or follows a comma governs. "Next" is one when the
+# assistant goes on ("Next, I'll add the test", "Next, let me check"), not
+# in "next, the function returns" or "Next, you can look for ...", which
+# describe or advise. "Next steps" is one where it heads what follows ("Next
+# steps:", "My next step is to..."), not in "Ready for next steps!" or "I'll
+# guide you through the next steps", which name the user's.
 _CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
-_OWN_NEED = (
-    r"(?:\b(?:I|we)(?:['’]ll|['’]d)?"
-    r"(?:\s+(?:will|would|shall|may|might|also|still|just|first|now|then|only|really))*\s+"
-    rf"|{_CLAUSE})(?:need to|still need)\b"
+_OWN_NEED_RE = re.compile(
+    r"(?:\b(?:I|we)(?:['’]ll)?"
+    r"(?:\s+(?:will|shall|may|might|also|still|just|first|now|then|only|really))*\s+"
+    rf"|{_CLAUSE})(?:need to|still need)\b",
+    re.IGNORECASE,
+)
+_IF_RE = re.compile(
+    rf"(?:{_CLAUSE}|,\s+)(?:(?:and|but|so|or|also|otherwise),?\s+)?if\b[^:;]*\Z", re.IGNORECASE
 )
 _NEXT_RE = re.compile(
-    r"\b(?:next(?:,| I\b| we\b| up\b)|then I['’]ll|then I will"
+    r"\b(?:next,?\s+(?:I|we|let(?:['’]s|\s+me|\s+us))|next up|then I['’]ll|then I will"
     r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b"
-    rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b|{_OWN_NEED}",
+    rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b",
     re.IGNORECASE,
 )
 # A guess or a suggestion names another way without choosing it.
@@ -314,7 +325,7 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         quoted = clip(sentence, MAX_QUOTE)
         decided = _DECISION_RE.search(quoted) is not None and not _GUESS_RE.search(quoted)
         # A step its text ends announcing was the tool call that followed it.
-        planned = _NEXT_RE.search(quoted) is not None and not _announces_a_call(said, at)
+        planned = plans(quoted) and not _announces_a_call(said, at)
         if decided or planned:
             quoted = with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE)
         if decided:
@@ -322,6 +333,13 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         if planned:
             next_steps.append(quoted)
     return decisions, next_steps
+
+
+def plans(sentence: str) -> bool:
+    """Whether `sentence` names a step the assistant itself will take."""
+    return _NEXT_RE.search(sentence) is not None or any(
+        not _IF_RE.search(sentence, 0, need.end()) for need in _OWN_NEED_RE.finditer(sentence)
+    )
 
 
 def _maybe_said(text: str) -> bool:
@@ -346,6 +364,7 @@ def _maybe_said(text: str) -> bool:
                 or "next," in t
                 or "next i" in t
                 or "next we" in t
+                or "next let" in t
                 or "next up" in t
             )
         )
