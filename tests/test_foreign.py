@@ -291,7 +291,8 @@ def test_gemini_clis_snapshot_is_a_summary_merged_section_by_section() -> None:
 def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> None:
     """The real Gemini CLI session opens with the snapshot of its own earlier
     compression: the record's goal is the snapshot's, its rules stay, and the
-    one the user turned around since is shown turned around."""
+    one the user turned around since is shown turned around, as is the
+    snapshot's state it undid."""
     out = tmp_path / "out.jsonl"
     args = ["compress", "--offline", "--force", "--no-archive", str(GEMINI), "-o", str(out)]
     result = CliRunner().invoke(app, args)
@@ -320,6 +321,9 @@ def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> No
         ' settings (.gemini/settings.json…")'
     ) in rules
     assert not any(rule.startswith("- Active team selection MUST persist") for rule in rules)
+    # The snapshot's persistence, which the user turned around, is no current state.
+    state = _section(record, "Historical In-Progress State")
+    assert not [line for line in state if "Added persistence" in line]
     assert "merges Gemini CLI's own summary" in _section(record, "Critical Context")[0]
     # The snapshot's rules are no user directives among the preserved facts.
     assert "<constraint>" not in record

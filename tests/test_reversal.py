@@ -1,13 +1,15 @@
 """A later rule that turns an earlier one around: the same verb, must against
 must not, about something both name. An update shows the later rule in the
-earlier one's place, quoting it, and keeps it first when room runs short."""
+earlier one's place, quoting it, and keeps it first when room runs short.
+An earlier account of the state that the user since said must not be is no
+current state: the update says it was reversed, after the state that stands."""
 
 from __future__ import annotations
 
 import pytest
 
 from ctxpack.summarize.foreign import to_template
-from ctxpack.summarize.reversal import reverses
+from ctxpack.summarize.reversal import reverses, undoes
 from ctxpack.tokens.counter import TokenCounter
 from tests.test_offline import section, summarize
 
@@ -60,4 +62,54 @@ def test_an_update_shows_the_rule_in_force_where_the_earlier_one_was(
         "- Keep the README short.",
         '- The user said: "You should push to main directly this time." (turns around the'
         ' earlier rule "Never push to main.")',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("state", "later", "undone"),
+    [
+        # The real Gemini CLI session: its snapshot's recent action, then the user.
+        (
+            "Added persistence for team selection in workspace settings.",
+            "agent teams shouldn't persist, I want it to ask me every boot",
+            True,
+        ),
+        ("Enabled caching of the API responses.", "Don't cache the API responses any more.", True),
+        ("Pushed the release branch to origin.", "Never push the release branch again.", True),
+        ("In progress: Commit the wizard changes.", "Do not commit the wizard changes yet.", True),
+        # The user asks for what was done: nothing undone.
+        ("Added persistence for team selection.", "Team selection must persist.", False),
+        # The same verb, about something else.
+        ("Pushed the docs to origin.", "Don't push the build folder.", False),
+        # Another verb about the same thing.
+        ("Added a retry loop to the fetcher.", "The fetcher shouldn't log secrets.", False),
+        ("Implemented isolation for agent teams.", "agent teams shouldn't persist", False),
+    ],
+)
+def test_a_later_word_undoes_an_earlier_state(state: str, later: str, undone: bool) -> None:
+    assert undoes(state, later) is undone
+
+
+def test_an_update_says_the_state_the_user_turned_around_is_reversed(
+    counter: TokenCounter,
+) -> None:
+    previous = (
+        "[CONTEXT SUMMARY]: earlier work\n\n## Goal\n- Ship team selection\n\n"
+        "## Current State\n- Persisting the team choice in settings.json.\n\n"
+        "## Progress\n- Added persistence for team selection in workspace settings.\n"
+        "- Wrote the team selection dialog.\n"
+    )
+    middle = [
+        {"role": "user", "content": "Team selection shouldn't persist, ask me on every boot."},
+        {"role": "assistant", "content": "Understood: the dialog will ask on every boot."},
+    ]
+    merged = to_template(previous)
+    assert merged is not None
+    text = summarize(middle, counter, previous_summary=merged.text).text
+    assert section(text, "Historical In-Progress State") == [
+        "- The assistant's last message in these turns said: \"Understood: the dialog will ask"
+        ' on every boot."',
+        "- Wrote the team selection dialog.",
+        "- Earlier, since reversed: Persisting the team choice in settings.json.",
+        "- Earlier, since reversed: Added persistence for team selection in workspace settings.",
     ]

@@ -6,7 +6,11 @@ MUST persist in workspace settings", then "agent teams shouldn't persist").
 An update keeps an earlier record's rules; where the user has since turned
 one around, what they said later stands in its place and quotes it, so that
 the rule in force is the one read. The earlier rule is quoted, not dropped:
-a later rule may be an exception to it as well as its end."""
+a later rule may be an exception to it as well as its end.
+
+An earlier account of the state is turned around the same way when the user
+later says that what it reports done must not be ("Added persistence for team
+selection", then "agent teams shouldn't persist"): it is no current state."""
 
 from __future__ import annotations
 
@@ -34,6 +38,24 @@ def reverses(earlier: str, later: str) -> bool:
     """Whether `later` says the opposite of `earlier` about the same thing."""
     return _turned(_POSITIVE, earlier, _NEGATIVE, later) or _turned(
         _NEGATIVE, earlier, _POSITIVE, later
+    )
+
+
+def undoes(state: str, later: str) -> bool:
+    """Whether `later` says that what the account of the state `state` reports
+    done must not be: a verb it says must not be done names a word of the
+    state in any of its forms ("persisted", "persistence"; "pushed"), and the
+    two name something else besides."""
+    words = [word.lower() for word in _WORD.findall(state)]
+    verbs = {verb.lower() for verb in _NEGATIVE.findall(later)}
+    turned = {
+        stem(word)
+        for word in words
+        for verb in verbs
+        if len(verb) > 3 and word.startswith(verb.removesuffix("e"))
+    }
+    return bool(turned) and bool(
+        (_content(state) & _content(later)) - turned - set(map(stem, verbs))
     )
 
 

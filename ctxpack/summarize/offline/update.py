@@ -30,7 +30,7 @@ from ctxpack.summarize.offline.sections import (
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
-from ctxpack.summarize.reversal import reverses
+from ctxpack.summarize.reversal import reverses, undoes
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     Sections,
@@ -46,6 +46,9 @@ _ACTION_ITEM_RE = re.compile(
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
 # How an earlier record's account of the state reads once it is history.
 EARLIER_STATE = "Earlier state: "
+# How an earlier account of the state reads once the user has since said that
+# what it reports done must not be.
+REVERSED_STATE = "Earlier, since reversed: "
 # How a new rule that turns an earlier one around quotes it, and how much of it.
 REVERSED = "turns around the earlier rule "
 REVERSED_QUOTE = 80
@@ -122,26 +125,32 @@ def merge_previous(
         old["Constraints & Preferences"], new["Constraints & Preferences"], held
     )
     merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
-    merged["Active State"] = new["Active State"] or _old(old["Active State"])
-    # The new turns' state replaces what the earlier turns showed of theirs;
-    # an account of the state in words (a model's, another agent's) is
-    # history now, unless a new action finished what it names.
-    earlier_state = (
-        [
-            with_prefix(text, EARLIER_STATE)
-            for text in old["Active State"]
-            if not TRACKED_STATE_RE.match(text) and not finished.covers(text)
-        ]
-        if new["Active State"]
-        else []
-    )
+    # An account of the state in words (a model's, another agent's) that the
+    # user has since turned around is no current state: it is said to be
+    # reversed, after the state that still stands.
+    worded = [
+        text
+        for text in old["Active State"]
+        if not TRACKED_STATE_RE.match(text) and not finished.covers(text)
+    ]
     in_progress = [
         text
         for text in old["Historical In-Progress State"]
         if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
     ]
+    turned = [text for text in worded + in_progress if _reversed_by(text, scan.said)]
+    # The new turns' state replaces what the earlier turns showed of theirs;
+    # the words are history now, unless a new action finished what they name
+    # (those are left out then).
+    merged["Active State"] = new["Active State"] or [
+        Item(text) for text in old["Active State"] if text not in turned
+    ]
+    earlier_state = [text for text in worded if text not in turned] if new["Active State"] else []
     merged["Historical In-Progress State"] = unique(
-        new["Historical In-Progress State"], _old(earlier_state), _old(in_progress)
+        new["Historical In-Progress State"],
+        [Item(with_prefix(text, EARLIER_STATE)) for text in earlier_state],
+        [Item(text) for text in in_progress if text not in turned],
+        [Item(_as_reversed(text)) for text in turned],
     )
     blocked = [text for text in old["Blocked"] if not finished.covers(text)]
     merged["Blocked"] = unique(new["Blocked"], _old(blocked))
@@ -180,6 +189,19 @@ def merge_previous(
         new["Critical Context"], _old(old["Critical Context"]), _old(foreign)
     )
     return merged
+
+
+def _reversed_by(text: str, said: Sequence[str]) -> bool:
+    """Whether the earlier state item `text` is, or the user's words `said`
+    since made it, one the user turned around."""
+    state = item_text(text).removeprefix(EARLIER_STATE)
+    return state.startswith(REVERSED_STATE) or any(undoes(state, words) for words in said)
+
+
+def _as_reversed(text: str) -> str:
+    marker, _, rest = text.partition(" ")
+    rest = rest.removeprefix(EARLIER_STATE)
+    return text if rest.startswith(REVERSED_STATE) else f"{marker} {REVERSED_STATE}{rest}"
 
 
 def _rules(old: list[str], new: list[Item], held: Callable[[str], bool]) -> list[Item]:
