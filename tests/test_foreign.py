@@ -13,7 +13,7 @@ from ctxpack.formats.base import ReadOptions
 from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import previous_entries
 from ctxpack.summarize.protocol import HEADINGS
-from ctxpack.summarize.template import parse, render
+from ctxpack.summarize.template import left_out, parse, render
 from tests.conftest import FIXTURES, SHARED
 
 STREAM = (
@@ -179,6 +179,29 @@ def test_claude_code_sections_map_onto_ours() -> None:
     # The user's words go to the user ledger, as entries an update carries on.
     assert previous_entries(text) == ["Write a log parser"]
     assert "Primary Request" not in text and "Please continue" not in text
+
+
+@pytest.mark.parametrize(
+    ("item", "heading"),
+    [
+        # A problem solved is resolved, first: its one line before the errors' detail.
+        ("Fixed the leap-day bug in the date group", "Resolved Questions"),
+        ("Successfully implemented the access-log parser", "Resolved Questions"),
+        ("Handled the type errors in the tests", "Resolved Questions"),
+        # Troubleshooting still going on blocks.
+        ("Currently resolving a rebase conflict with main", "Blocked"),
+        ("IPv6 addresses still fail to parse", "Blocked"),
+        # A choice is a decision.
+        ("Chose one regex over a tokenizer.", "Key Decisions"),
+    ],
+)
+def test_claude_codes_problem_solving_goes_by_what_each_item_says(item: str, heading: str) -> None:
+    body = CLAUDE.replace("   Chose one regex over a tokenizer.", f"   - {item}")
+    merged = to_template(body)
+    assert merged is not None
+    assert _section(merged.text, heading)[0] == f"- {item}"
+    others = {"Resolved Questions", "Blocked", "Key Decisions"} - {heading}
+    assert not [h for h in others if f"- {item}" in _section(merged.text, h)]
 
 
 def test_free_form_handoff_headings_map_and_unknown_ones_keep_their_name() -> None:
@@ -357,6 +380,31 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
     state = _section(record, "Historical In-Progress State")
     assert "- Earlier state: Attempted `git push origin main` which was rejected" in state
     assert not [line for line in state if line.startswith("- (+")]
+    # Its Problem Solving section: the problems solved are resolved, before
+    # the errors' accounts in full, each of which still fits; the rebase still
+    # worked on blocks.
+    assert _section(record, "Key Decisions") == []
+    assert _section(record, "Blocked")[1:] == [
+        "- Currently resolving git rebase conflict due to concurrent development"
+    ]
+    resolved = _section(record, "Resolved Questions")
+    assert resolved[:5] == [
+        "- Successfully implemented per-issue and per-directive metrics tracking (#714)",
+        "- Fixed 4 out of 5 failing autopilot tests, reduced failures from 5 to 1 (#715)",
+        "- Implemented complete CLI interface for querying aggregate metrics (#716)",
+        "- Navigated database schema migrations and in-memory testing challenges",
+        "- Handled type system errors in Rust (borrowing, dereferencing)",
+    ]
+    assert [item.split("\n")[0] for item in resolved[5:]] == [
+        "- **Compilation Error - Missing SessionMetrics fields**:",
+        "- **Test Failure - Invalid public key in state encryption**:",
+        "- **Test Failure - Tool_calls table not found**:",
+        "- **Type Error - String vs &str**:",
+        "- **Type Error - Cannot dereference i32**:",
+    ]
+    assert left_out(record)["Resolved Questions"] == 1
+    # The earlier state is shown whole beside them.
+    assert "Historical In-Progress State" not in left_out(record)
     # Claude Code's list of the user's messages ends with its own request to
     # summarize ("Summary request (current message)"), which is none of theirs.
     assert previous_entries(record) == [

@@ -34,13 +34,25 @@ from ctxpack.summarize.template import render as render_template
 # Section names other agents use, lower-cased, and where their items go.
 # Claude Code's request section, which mixes the ask with the user's rules.
 _REQUEST = "primary request and intent"
+# Claude Code's account of the problems it solved and the troubleshooting
+# still going on, item by item: a problem still worked on blocks, one solved
+# is resolved; what is neither (a choice it made) stays a decision.
+_PROBLEMS = "problem solving"
+_ONGOING_RE = re.compile(
+    r"\b(?:currently|still|ongoing|in progress|unresolved|not yet|working on|trying to)\b", re.I
+)
+_SOLVED_RE = re.compile(
+    r"\b(?:fixed|resolved|solved|implemented|completed|successfully|handled|navigated"
+    r"|addressed|worked around|corrected)\b",
+    re.I,
+)
 _TARGETS = {
     # Claude Code /compact.
     _REQUEST: "Goal",
     "key technical concepts": "Critical Context",
     "files and code sections": "Relevant Files",
     "errors and fixes": "Resolved Questions",
-    "problem solving": "Key Decisions",
+    _PROBLEMS: "Key Decisions",
     "all user messages": LEDGER_HEADING,
     "pending tasks": "Historical Remaining Work",
     "current work": "Active State",
@@ -261,6 +273,9 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             continue
         blocks.append((title, [rest] if rest else []))
     count = 0
+    # A solved problem's one line comes before the errors' accounts in full:
+    # when the room runs short, the detail is cut first.
+    solved: list[str] = []
     for title, body in blocks:
         items = _items(body)
         if not items:
@@ -272,12 +287,26 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             target = _target(title)
             prefix = "" if target else f"{title}: "
             target = target or "Critical Context"
-        request = title.lower() == _REQUEST
+        request, problems = title.lower() == _REQUEST, title.lower() == _PROBLEMS
         for item in items:
             rule = request and is_constraint(item)
             said = item if target == LEDGER_HEADING else _attributed(item)
+            if problems:
+                place = _problem_place(item_text(item))
+                (solved if place == "Resolved Questions" else out[place]).append(said)
+                continue
             out["Constraints & Preferences" if rule else target].append(with_prefix(said, prefix))
+    out["Resolved Questions"][:0] = solved
     return out, count
+
+
+def _problem_place(text: str) -> str:
+    """The section a Problem Solving item goes to, by what it says."""
+    if _ONGOING_RE.search(text):
+        return "Blocked"
+    if _SOLVED_RE.search(text):
+        return "Resolved Questions"
+    return _TARGETS[_PROBLEMS]
 
 
 def _attributed(item: str) -> str:
