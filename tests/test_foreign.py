@@ -14,7 +14,10 @@ from ctxpack.summarize.foreign import to_template
 from ctxpack.summarize.ledger import previous_entries
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.template import left_out, parse, render
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, SHARED
+from tests.test_offline import section, summarize
 
 STREAM = (
     FIXTURES
@@ -452,4 +455,49 @@ def test_the_other_agents_first_person_is_quoted_as_its_words() -> None:
         '- The earlier summary said: "I was running the parser tests after the leap-day fix."',
         '- The user said "I need IPv6 too"',
         "- Renamed `my_parser` to `parser`",
+    ]
+
+
+# Claude Code's account of its current work: routine steps, then a rejected
+# push and a failed pull.
+CURRENT_WORK = """This session is being continued from a previous conversation that ran out \
+of context. The conversation is summarized below:
+Summary:
+1. Primary Request and Intent:
+   - Ship the release of the parser
+8. Current Work:
+   - Ran the full test suite of the parser package, every test passing on Python 3.11 and 3.12
+   - Updated the changelog with the entries for the parser's new date handling and IPv6
+   - Committed the release changes with the message "Release 2.1 of the access-log parser"
+   - Attempted `git push origin main`, which was rejected: the remote has newer commits
+   - Attempted `git pull --rebase origin main`, which failed on unstaged changes in notes.md
+   - Checked git status to find the unstaged file in the working tree of the repository
+"""
+
+
+def test_the_earlier_states_failed_steps_are_cut_after_the_routine_ones(
+    counter: TokenCounter,
+) -> None:
+    """When the room runs short, the rejected push and the failed pull stay
+    (before, the routine steps did and the pull was cut); what is shown keeps
+    the order the steps were taken in."""
+    merged = to_template(CURRENT_WORK)
+    assert merged is not None
+    # A command run since gives the record a state of its own.
+    call = {"name": "bash", "arguments": '{"command": "git status"}'}
+    middle: list[Message] = [
+        {"role": "user", "content": "Go on."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": call}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "On branch main"},
+        {"role": "assistant", "content": "Looking at the working tree."},
+    ]
+    text = summarize(middle, counter, budget=440, previous_summary=merged.text).text
+    assert section(text, "Historical In-Progress State") == [
+        '- The assistant\'s last message in these turns said: "Looking at the working tree."',
+        "- Earlier state: Updated the changelog with the entries for the parser's new date"
+        " handling and IPv6",
+        "- Earlier state: Attempted `git push origin main`, which was rejected: the remote has"
+        " newer commits",
+        "- Earlier state: Attempted `git pull --rebase origin main`, which failed on unstaged"
+        " changes in notes.md",
     ]

@@ -49,6 +49,14 @@ EARLIER_STATE = "Earlier state: "
 # How an earlier account of the state reads once the user has since said that
 # what it reports done must not be.
 REVERSED_STATE = "Earlier, since reversed: "
+# A step an earlier account of the state says went wrong ("was rejected",
+# "failed due to unstaged changes"): it tells the resuming model more than a
+# routine one, and is kept before them when the room runs short.
+_FAILED_RE = re.compile(
+    r"\b(?:fail(?:ed|s|ure|ing)?|rejected|denied|could(?:n['’]t| not)|unable to|aborted"
+    r"|crashed|timed out)\b",
+    re.I,
+)
 # How a new rule that turns an earlier one around quotes it, and how much of it.
 REVERSED = "turns around the earlier rule "
 REVERSED_QUOTE = 80
@@ -146,12 +154,17 @@ def merge_previous(
         Item(text) for text in old["Active State"] if text not in turned
     ]
     earlier_state = [text for text in worded if text not in turned] if new["Active State"] else []
-    merged["Historical In-Progress State"] = unique(
-        new["Historical In-Progress State"],
-        [Item(with_prefix(text, EARLIER_STATE)) for text in earlier_state],
-        [Item(text) for text in in_progress if text not in turned],
-        [Item(_as_reversed(text)) for text in turned],
-    )
+    # The earlier record's items are shown after the new turns' own (whose
+    # order is 0) as they stood; of its state, the failed steps rank first.
+    history = [
+        *(with_prefix(text, EARLIER_STATE) for text in earlier_state),
+        *(text for text in in_progress if text not in turned),
+        *map(_as_reversed, turned),
+    ]
+    shown = [Item(text, order=at) for at, text in enumerate(history, start=1)]
+    stated = len(earlier_state)
+    shown[:stated] = sorted(shown[:stated], key=lambda item: not _FAILED_RE.search(item.text))
+    merged["Historical In-Progress State"] = unique(new["Historical In-Progress State"], shown)
     blocked = [text for text in old["Blocked"] if not finished.covers(text)]
     merged["Blocked"] = unique(new["Blocked"], _old(blocked))
     merged["Key Decisions"] = unique(new["Key Decisions"], _old(old["Key Decisions"]))
