@@ -41,6 +41,12 @@ def reverses(earlier: str, later: str) -> bool:
     )
 
 
+def denies(later: str) -> bool:
+    """Whether `later` says of something that it must not be done: words no
+    state is undone by (undoes) go unread."""
+    return _NEGATIVE.search(later) is not None
+
+
 def undoes(state: str, later: str) -> bool:
     """Whether `later` says that what the account of the state `state` reports
     done must not be: a verb it says must not be done names a word of the

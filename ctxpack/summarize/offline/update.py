@@ -30,7 +30,7 @@ from ctxpack.summarize.offline.sections import (
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
-from ctxpack.summarize.reversal import reverses, undoes
+from ctxpack.summarize.reversal import denies, reverses, undoes
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     Sections,
@@ -146,7 +146,8 @@ def merge_previous(
         for text in old["Historical In-Progress State"]
         if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
     ]
-    turned = [text for text in worded + in_progress if _reversed_by(text, scan.said)]
+    denials = [words for words in scan.said if denies(words)]
+    turned = [text for text in worded + in_progress if _reversed_by(text, denials)]
     # The new turns' state replaces what the earlier turns showed of theirs;
     # the words are history now, unless a new action finished what they name
     # (those are left out then).
