@@ -299,6 +299,12 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
         ("Next, let me check the build log.", True),
         ("next, we run the whole suite.", True),
         ("Next I'll draft the application.", True),
+        # "Next" that tells what was done plans nothing.
+        ("Next, I ran the tests and they passed.", False),
+        ("Next we added the migration.", False),
+        ("Next, I was able to reproduce it.", False),
+        ("Next, I need to rerun the build.", True),
+        ("Next we proceed with the migration.", True),
         # "Next" that describes, or advises the user, plans nothing (the
         # Glaive session's "Next, you can look for any packets ...").
         ("Next, the function returns the parsed value.", False),

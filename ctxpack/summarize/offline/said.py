@@ -44,8 +44,15 @@ _OWN_NEED_RE = re.compile(
 _IF_RE = re.compile(
     rf"(?:{_CLAUSE}|,\s+)(?:(?:and|but|so|or|also|otherwise),?\s+)?if\b[^:;]*\Z", re.IGNORECASE
 )
+# "Next, I ran the tests" tells what was done: a verb in the past plans nothing
+# ("need" and "proceed" are no past).
+_PAST = (
+    r"(?:\w*[^\We]ed|ran|did|made|wrote|found|saw|got|went|took|built|kept|left|put|began|brought"
+    r"|thought|tried|had|was|were)\b"
+)
 _NEXT_RE = re.compile(
-    r"\b(?:next,?\s+(?:I|we|let(?:['’]s|\s+me|\s+us))|next up|then I['’]ll|then I will"
+    rf"\b(?:next,?\s+(?:(?:I|we)\b(?!\s+{_PAST})|let(?:['’]s|\s+me|\s+us))|next up|then I['’]ll"
+    r"|then I will"
     r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b"
     rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b",
     re.IGNORECASE,
