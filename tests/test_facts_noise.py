@@ -122,12 +122,12 @@ def test_masked_command_is_listed_once(counter: TokenCounter) -> None:
         _call("b", f"OPENAI_API_KEY={KEY_B} ./deploy.sh"),
         _result("b", "ok"),
     ]
-    section = preserved_facts_section(middle, "", counter=counter, cap_tokens=500)
+    section = preserved_facts_section(middle, "", counter=counter, cap_tokens=500).text
     assert section.count("- Command:") == 1
     assert "- Command: `OPENAI_API_KEY=[REDACTED:openai-key] ./deploy.sh`" in section
     # A record that names the command masked already holds it.
     named = "Ran `OPENAI_API_KEY=[REDACTED:openai-key] ./deploy.sh` — ok"
-    assert preserved_facts_section(middle, named, counter=counter, cap_tokens=500) == ""
+    assert preserved_facts_section(middle, named, counter=counter, cap_tokens=500).text == ""
 
 
 def test_a_call_with_no_result_holds_no_facts(counter: TokenCounter) -> None:

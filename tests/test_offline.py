@@ -68,7 +68,7 @@ def assert_well_formed(text: str, counter: TokenCounter, budget: int) -> None:
 def assert_keeps_paths_and_commands(
     middle: list[Message], text: str, counter: TokenCounter, cap: int
 ) -> None:
-    preserved = preserved_facts_section(middle, text, counter=counter, cap_tokens=cap)
+    preserved = preserved_facts_section(middle, text, counter=counter, cap_tokens=cap).text
     lost = missing_facts(extract_facts(middle), f"{text}\n\n{preserved}")
     assert lost.paths == []
     assert lost.commands == []
