@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxpack.answers import answer_shape, is_answer
 from ctxpack.facts.match import collapse, folded
-from ctxpack.printed import EXIT_STATUS, parse_json, printed_of, unwrap
+from ctxpack.printed import EXIT_STATUS, parse_json, printed_of
 from ctxpack.standin import ending_said, is_pruned
 from ctxpack.transcript import Message
 
@@ -75,7 +75,7 @@ ERRORS_PER_RESULT = 5
 @dataclass(frozen=True)
 class OutputFacts:
     chars: int  # of the whole original output
-    body: str  # the output with its agent wrapper removed
+    body: str  # what it printed (printed_of): no wrapper, no status line around it
     lines: int  # of the body
     exit_code: int | None = None
     running: str = ""  # e.g. "still running (session 3587)"
@@ -90,7 +90,9 @@ def analyze(output: str, *, flagged: bool = False, command: str | None = None) -
     `command` the command that printed it, where known."""
     code = exit_code(output)
     value = parse_json(output)
-    body = unwrap(output, value)
+    # The exit status is read above from the agent's words around the output
+    # (pi's footer, Claude Code's header); what the command printed is the rest.
+    body = printed_of(output, value)
     running = ""
     if code is None and still_running(output):
         session = running_session(output)
@@ -106,7 +108,7 @@ def analyze(output: str, *, flagged: bool = False, command: str | None = None) -
         error=error,
         aborted=error and aborted(output),
         json_value=value,
-        printed=answered and bool(printed_of(output, value).strip()),
+        printed=answered and bool(body),
     )
 
 
@@ -300,10 +302,10 @@ def aborted(output: str) -> bool:
 
 def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
-    line contributes one: its time-out when its agent stopped it so, else its
-    first meaningful line that is not npm placing the failure (none when the
-    user aborted it). A stand-in has none of its own: the line it quotes is
-    `quoted_error`'s."""
+    line contributes one: its time-out when its agent stopped it so, else the
+    first meaningful line the command printed that is not npm placing the
+    failure (none when the user aborted it, or it printed nothing). A
+    stand-in has none of its own: the line it quotes is `quoted_error`'s."""
     if is_pruned(output):
         return []
     found: list[str] = []
@@ -320,7 +322,7 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
     if found:
         return found
     if result_failed(output, flagged=flagged) and not aborted(output):
-        lines = unwrap(output, parse_json(output)).splitlines()
+        lines = printed_of(output, parse_json(output)).splitlines()
         last = next(_meaningful(reversed(lines)), None)
         if last is None:
             return []

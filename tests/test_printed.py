@@ -3,7 +3,9 @@ the agent's wrapper, status lines and colour codes, "" when it printed
 nothing. A command that did not fail says in its action what it printed: a
 short output whole, a longer one by its count of lines and its last line
 with a word in it. A search says what it returned: a short answer whole, a
-longer one by its first line, where searches say how many they found."""
+longer one by its first line, where searches say how many they found.
+A stand-in quotes what the command printed too, and says the exit status
+only as its ending."""
 
 from __future__ import annotations
 
@@ -13,10 +15,15 @@ from typing import Any
 
 import pytest
 
+from ctxpack import formats, toolpairs
+from ctxpack import messages as m
+from ctxpack.facts.extract import extract_facts
 from ctxpack.printed import printed
 from ctxpack.prune.oneliners import one_liner
+from ctxpack.summarize.offline.actions import make_action
+from ctxpack.tooloutput import result_flagged_error
 from tests.builders import result
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, SHARED
 from tests.test_tool_rules import action, cli_record
 
 CODEX_HEAD = "Chunk ID: 4067f7\nWall time: 0.0001 seconds\nProcess exited with code {code}\n"
@@ -193,3 +200,105 @@ def test_the_cli_records_of_real_sessions_say_what_commands_printed(tmp_path: Pa
         "1. Ran `test -f /Users/anmolbhardwaj/.superstack/.telemetry-prompted && echo yes"
         ' || echo no` — exit 0, printed "yes" [tool: exec_command]'
     )
+
+
+# The same answer (diff found the files differ, exit 1) as each agent writes
+# it: the exit status in a footer, a header or a field of its own.
+DIFF = "1c1\n< a\n---\n> b"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        f"{DIFF}\n\n\nCommand exited with code 1",  # pi
+        f"Exit code 1\n{DIFF}",  # Claude Code
+        f"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 1\nOutput:\n{DIFF}\n",
+        f"{DIFF}\n[The command completed with exit code 1.]",  # OpenHands
+        f"Output: {DIFF}\nError: (none)\nExit Code: 1\nSignal: (none)",  # Gemini CLI
+        f"{DIFF}\nexit status 1",
+        f"Debugger attached.\n{DIFF}\nWaiting for the debugger to disconnect...\n"
+        "\nCommand exited with code 1",
+    ],
+)
+def test_a_stand_in_quotes_the_last_line_the_command_printed(output: str) -> None:
+    """The exit status is said once, as the ending; the quote and the count
+    of lines are of what the command printed, whichever agent wrapped it."""
+    stand_in = one_liner(name="bash", arguments='{"command": "diff a.txt b.txt"}', output=output)
+    assert stand_in == (
+        "[ctxpack pruned] bash `diff a.txt b.txt` → exit 1, not a failure;"
+        f' output was 4 lines, {len(output):,} chars; last: "> b"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "ending"),
+    [
+        ("grep -n x a.py", "Command exited with code 1", "exit 1, nothing printed"),
+        ("grep -n x a.py", "(no output)\n\nCommand exited with code 1", "exit 1, nothing printed"),
+        ("grep -n x a.py", "Exit code 1\n", "exit 1, nothing printed"),
+        ("make", "Command exited with code 2", "exit 2"),
+        ("make", "Process exited with code 2\nOutput:\n", "exit 2"),
+        ("make", "\n[The command completed with exit code 2.]", "exit 2"),
+    ],
+)
+def test_a_stand_in_of_an_output_that_printed_nothing_quotes_nothing(
+    command: str, output: str, ending: str
+) -> None:
+    """Its agent's status line is no line the command printed: neither the
+    quote nor the error of a failure."""
+    args = json.dumps({"command": command})
+    stand_in = one_liner(name="bash", arguments=args, output=output)
+    assert stand_in == (
+        f"[ctxpack pruned] bash `{command}` → {ending}; output was 0 lines, {len(output):,} chars"
+    )
+    assert action("bash", {"command": command}, result("c1", output)).outcome == ending
+
+
+COPY_FAILED = (
+    "Debugger attached.\nWaiting for the debugger to disconnect...\n"
+    "cp: /opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/dist/theme/dark.json:"
+    " No such file or directory\n\n\nCommand exited with code 1"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "outcome"),
+    [
+        ("Command exited with code 2", "exit 2"),
+        ("  \nstep 1 of 3 done\nstopped\n\nCommand exited with code 2", "exit 2, step 1 of 3 done"),
+        (COPY_FAILED, "exit 1, " + COPY_FAILED.split("\n")[2]),
+    ],
+)
+def test_a_failure_without_an_error_line_is_remembered_by_what_it_printed(
+    output: str, outcome: str
+) -> None:
+    """The first line the command printed, not the debugger's word around it
+    nor the footer that only says the exit status."""
+    assert action("bash", {"command": "make"}, result("c1", output)).outcome == outcome
+
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+
+
+@pytest.mark.skipif(not PI_LARGE.is_file(), reason=f"{PI_LARGE} is absent")
+def test_the_real_pi_session_s_stand_ins_quote_what_its_commands_printed() -> None:
+    """pi's footer and node's debugger lines are the agent's and the editor's:
+    the stand-ins, the action and the facts quote what the command printed."""
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    copy = messages[679]
+    output = m.text(copy)
+    assert output == COPY_FAILED
+    use = toolpairs.link_results(messages)[679]
+    error = COPY_FAILED.split("\n")[2]
+    stand_in = one_liner(
+        name=use.name, arguments=use.arguments, output=output, is_error=result_flagged_error(copy)
+    )
+    assert stand_in.endswith(f'→ exit 1; output was 1 line, 202 chars; error: "{error}"')
+    assert make_action(use, [copy], seen=set()).outcome == f"exit 1, {error}"
+    assert extract_facts(messages[679:680]).errors == [error]
+    # A search that found nothing: pi's footer is all its output holds.
+    grep = messages[37]
+    assert m.text(grep) == "Command exited with code 1"
+    use = toolpairs.link_results(messages)[37]
+    stand_in = one_liner(name=use.name, arguments=use.arguments, output=m.text(grep))
+    assert stand_in.endswith("→ exit 1, nothing printed; output was 0 lines, 26 chars")
