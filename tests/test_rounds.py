@@ -52,14 +52,25 @@ def test_an_update_s_budget_is_no_less_than_the_record_it_updates(
     assert budget.summary_budget(middle, previous_tokens=previous) == tokens
 
 
-def test_the_large_pi_session_keeps_its_constraints_and_facts_in_a_second_round(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def pi_rounds(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, list[str]], dict[str, list[str]], Path]:
+    """The large pi session's records of two rounds by the CLI, and where
+    the second round is written."""
+    tmp_path = tmp_path_factory.mktemp("rounds")
     first = cli_record(PI_LARGE, tmp_path, name="first.jsonl")
     # The second round compacts the record and 10,000 tokens of the turns after it.
     second = cli_record(
         tmp_path / "first.jsonl", tmp_path, "--tail-tokens", "10000", name="second.jsonl"
     )
+    return first, second, tmp_path / "second.jsonl"
+
+
+def test_the_large_pi_session_keeps_its_constraints_and_facts_in_a_second_round(
+    pi_rounds: tuple[dict[str, list[str]], dict[str, list[str]], Path],
+) -> None:
+    first, second, written = pi_rounds
     constraints = first["Constraints & Preferences"]
     assert len(constraints) == 10 and not any("more)" in c for c in constraints)
     kept = second["Constraints & Preferences"]
@@ -76,7 +87,7 @@ def test_the_large_pi_session_keeps_its_constraints_and_facts_in_a_second_round(
     assert len(first["Completed Actions"]) == 94
     assert len(second["Completed Actions"]) == 72
     # Every fact the first record preserved is named in the second, or preserved again.
-    text = (tmp_path / "second.jsonl").read_text()
+    text = written.read_text()
     earlier = [line for line in first["Preserved Facts"] if fact_of(line)]
     assert len(earlier) == 30
     # A type check cut to npm's report of it (`npm run check 2>&1 | tail`) is no
@@ -87,6 +98,40 @@ def test_the_large_pi_session_keeps_its_constraints_and_facts_in_a_second_round(
         fact = fact_of(line)
         assert fact is not None
         assert line in again or json.dumps(fact)[1:-1] in text
+
+
+AWK = (
+    "awk '/new Markdown\\($/,/)$/{print NR\": \"$0}' packages/tui/test/markdown.test.ts | head -40"
+)
+
+
+def test_a_command_the_first_record_shows_only_as_an_action_is_a_fact_of_the_second(
+    pi_rounds: tuple[dict[str, list[str]], dict[str, list[str]], Path],
+) -> None:
+    """The second record no longer shows the first one's action 60: the
+    command it ran is preserved instead, after every fact of the round's own
+    and the first record's, and the facts with no room are counted."""
+    first, second, written = pi_rounds
+    assert f"60. Ran `{AWK}` — ok [tool: bash]" in first["Completed Actions"]
+    assert not [line for line in first["Preserved Facts"] if "awk" in line]
+    assert not [line for line in second["Completed Actions"] if "awk" in line]
+    facts = second["Preserved Facts"]
+    # The round's own fact, then the 30 the first record preserved, then what
+    # its actions named, in their order: 58 (a grep), 60.
+    assert facts[1].startswith("- Command: `mkdir -p ~/.pi/agent/themes && cp $(npm root -g)")
+    assert facts[2:32] == [line for line in first["Preserved Facts"] if fact_of(line)]
+    assert facts[32:34] == [
+        '- Command: `grep -n "new Markdown" packages/tui/test/markdown.test.ts`',
+        f"- Command: `{AWK}`",
+    ]
+    record = markers.summary_body(
+        next(
+            msg
+            for msg in formats.read(written.read_bytes(), path=str(written)).sessions[0].messages
+            if markers.is_summary(msg)
+        )
+    )
+    assert left_out(record)[PRESERVED_FACTS_HEADING] == 18
 
 
 @pytest.mark.parametrize(
@@ -250,7 +295,9 @@ def test_a_second_round_counts_on_what_the_first_had_no_room_for(
         "Relevant Files": 26 + 20,
         "Critical Context": 3 + 3,
         LEDGER_HEADING: 50 + 12,
-        PRESERVED_FACTS_HEADING: 62 + 77,
+        # And 16 the first record's action and file lines named (8 paths, 8
+        # commands): this one shows those lines no more, nor has room for them.
+        PRESERVED_FACTS_HEADING: 62 + 77 + 16,
     }
 
 
@@ -283,9 +330,18 @@ def test_an_update_grows_into_the_room_its_facts_leave(monkeypatch: pytest.Monke
     monkeypatch.setattr(summarizing, "_GROWTH_MARGIN", 10**9)
     fitted = _record(_update(16_000, 32_000, 150)[0]).splitlines()
     added = [line for line in grown if line not in fitted]
-    assert added == ['- The user said: "no, the block should stay as is"']
-    assert [line for line in fitted if line not in grown] == ["- (+1 more)"]
-    assert left_out("\n".join(grown))[PRESERVED_FACTS_HEADING] == 77
+    # The facts the first record's actions named take only the room left
+    # last: beside the grown record, a shorter one of them than beside the
+    # fitted one; the other 7 are counted (77 + 7) in both.
+    assert added == [
+        '- The user said: "no, the block should stay as is"',
+        '- Command: `sleep 5 && echo "Done sleeping"`',
+    ]
+    assert [line for line in fitted if line not in grown] == [
+        "- (+1 more)",
+        '- Command: `grep "cyan" packages/coding-agent/src/theme/dark.json`',
+    ]
+    assert left_out("\n".join(grown))[PRESERVED_FACTS_HEADING] == 77 + 7
 
 
 def test_the_facts_beside_a_grown_record_are_read_against_the_kept_turns() -> None:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxpack.facts.extract import FactCollector, FactMemo, message_facts
+from ctxpack.facts.extract import FactCollector, FactMemo, Facts, message_facts
 from ctxpack.facts.match import Haystack, collapse, dedupe
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
@@ -98,6 +98,7 @@ def preserved_facts_section(
     memo: FactMemo | None = None,
     earlier: Sequence[str] = (),
     earlier_left: int = 0,
+    named: Facts | None = None,
 ) -> PreservedFacts:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
     most important first, within cap_tokens.
@@ -106,25 +107,19 @@ def preserved_facts_section(
     its facts were compacted too, and stay while the summary does not name
     them (the facts of a record's own text hold no commands or errors).
     `earlier_left`: the facts that section had no room for, counted on: they
-    are in its archived turns only, which an update does not read."""
+    are in its archived turns only, which an update does not read.
+    `named`: the facts that record named in its other lines (its actions,
+    its files), last in line: the summary may no longer show those lines."""
     collector = FactCollector()
     for msg in middle:
         known = memo.known(msg) if memo is not None else None
         collector.add(message_facts(msg) if known is None else known)
-    facts = collector.facts()
     haystack = Haystack(summary_text)
-    # The record masks secrets: a fact it names masked is not missing, and
-    # facts that differ only in a masked secret are one line.
-    candidates = dedupe(
-        fact_line(category, item)
-        for category in PRESERVED_ORDER
-        for item in getattr(facts, category)
-        if not (haystack.mentions(item) or haystack.mentions(mask(item)))
-    )
     candidates = dedupe(
         [
-            *candidates,
+            *_missing(collector.facts(), haystack),
             *(line for line in earlier if (fact := fact_of(line)) and not haystack.mentions(fact)),
+            *(_missing(named, haystack) if named is not None else ()),
         ]
     )
     if not candidates:
@@ -152,6 +147,18 @@ def preserved_facts_section(
         skipped += 1
         section = _render(head, chosen, skipped) if chosen else ""
     return PreservedFacts(section, len(candidates) - len(chosen))
+
+
+def _missing(facts: Facts, haystack: Haystack) -> list[str]:
+    """The lines of the facts `haystack` does not mention, most important
+    first. The record masks secrets: a fact it names masked is not missing,
+    and facts that differ only in a masked secret are one line."""
+    return dedupe(
+        fact_line(category, item)
+        for category in PRESERVED_ORDER
+        for item in getattr(facts, category)
+        if not (haystack.mentions(item) or haystack.mentions(mask(item)))
+    )
 
 
 def _more_cost(counter: TokenCounter) -> int:

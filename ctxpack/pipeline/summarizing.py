@@ -12,7 +12,7 @@ from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
-from ctxpack.facts.extract import ran_only
+from ctxpack.facts.extract import Facts, ran_only
 from ctxpack.facts.preserved import earlier_facts, earlier_left, preserved_facts_section
 from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import Prepared, prepare_request
@@ -21,6 +21,7 @@ from ctxpack.report import SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.assemble import assemble
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
+from ctxpack.summarize.offline.update import named_facts
 from ctxpack.summarize.protocol import Summarizer
 from ctxpack.summarize.stage import run_summary
 from ctxpack.tokens.counter import TokenCounter
@@ -143,10 +144,12 @@ def _summarized(
     middle_ran = ran_only(middle, pairing=index.pairing_of(middle))
     earlier = earlier_facts(request.previous_summary)
     left = earlier_left(request.previous_summary)
+    named_before = named_facts(request.previous_summary)
 
-    def with_facts(summary: str) -> tuple[str, bool]:
+    def with_facts(summary: str, named: Facts | None = None) -> tuple[str, bool]:
         """The summary and the request still open, then the facts they lose
-        in the room they leave; and whether every one of those fit."""
+        in the room they leave (with `named`, last, the facts an earlier
+        record named in its other lines); and whether every one of those fit."""
         text = summary.rstrip()
         if active:
             text = f"{text}\n\n{active}"
@@ -158,6 +161,7 @@ def _summarized(
             memo=index.facts,
             earlier=earlier,
             earlier_left=left,
+            named=named,
         )
         return (f"{text}\n\n{facts.text}" if facts.text else text), not facts.unshown
 
@@ -166,7 +170,8 @@ def _summarized(
     source_turns = _jsonl([*prepared.archived, *middle])
     refs = [*prepared.earlier_refs, ref_for(source_turns)]
     cited = markers.source_turns([markers.cite(ref, recall=settings.recall) for ref in refs])
-    text, whole = with_facts(result.text)
+    summary = result.text
+    text, whole = with_facts(summary)
     # The facts come first in the room the offline record leaves. Once every
     # one fits, the record grows into what they and the cited turns leave, as
     # long as every fact still fits beside it (a grown record names more, so
@@ -174,9 +179,14 @@ def _summarized(
     grown = offline.grown
     spare = budget_tokens - counter.text(f"{text}\n\n{cited}") - _GROWTH_MARGIN
     if grown is not None and grown.text == result.text and whole and spare > 0:
-        larger, still = with_facts(grown.with_room(spare))
+        larger_summary = grown.with_room(spare)
+        larger, still = with_facts(larger_summary)
         if still:
-            text = larger
+            text, summary = larger, larger_summary
+    if not named_before.is_empty():
+        # What the earlier record's lines named comes after the record's own
+        # items: it takes only the room the record and the facts leave.
+        text, _ = with_facts(summary, named_before)
     text = f"{text}\n\n{cited}"
     first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
     # Calls the input itself has no result for yet stay where they were.

@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ctxpack.facts.match import collapse
+from ctxpack.facts.extract import Facts
+from ctxpack.facts.match import collapse, dedupe
+from ctxpack.facts.text import identifiers_in, urls_in, versions_in
 from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.files import file_item, file_items, one_per_file
@@ -37,12 +39,21 @@ from ctxpack.summarize.template import (
     item_number,
     item_text,
     left_out,
+    parse,
     with_prefix,
 )
 
+# An action's line (Action.line) as an item: listed, or numbered in Completed
+# Actions.
 _ACTION_ITEM_RE = re.compile(
-    rf"^[-*]\s+(?:{'|'.join(VERBS.values())})\s+(.+?)(?: \(\d+ times\))? — "
+    rf"^(?:[-*]|\d+\.)\s+(?P<verb>{'|'.join(VERBS.values())})\s+(?P<target>.+?)"
+    r"(?: \(\d+ times\))? — (?P<outcome>.*)"
 )
+_TOOL_NOTE_RE = re.compile(r" \[tool: [^\]]*\]$")
+# The error a failed run's outcome quotes after how it ended (not what an
+# exit it expects printed: "exit 1, nothing printed" is grep finding nothing).
+_FAILED_OUTCOME_RE = re.compile(r"^(?:failed|exit [1-9]\d*), (?!(?:nothing )?printed\b)(.+)$")
+_FILE_VERBS = frozenset(VERBS[kind] for kind in ("read", "edit", "create"))
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
 # How an earlier record's account of the state reads once it is history.
 EARLIER_STATE = "Earlier state: "
@@ -106,11 +117,58 @@ class _Finished:
         mt = _ACTION_ITEM_RE.match(item)
         if not mt:
             return False
-        target = _SCRIPT_NOTE_RE.sub("", mt.group(1))
-        if target.startswith("`"):
-            command = collapse(target.strip("`").strip().rstrip("…"))
+        command = _command_in(mt.group("target"))
+        if command is not None:
+            command = collapse(command.rstrip("…"))
             return command in self.text or head_of(command) in self.heads
-        return collapse(target) in self.text
+        return collapse(mt.group("target")) in self.text
+
+
+def _command_in(target: str) -> str | None:
+    """The command a run's target (actions.code_span) shows; None for a target
+    that is no command."""
+    target = _SCRIPT_NOTE_RE.sub("", target)
+    return target.strip("`").strip() if target.startswith("`") else None
+
+
+def named_facts(previous: str | None) -> Facts:
+    """The facts the earlier record `previous` names in its Completed Actions
+    and Relevant Files: the files listed, read and edited, the commands run,
+    the errors the failed runs ended with, the ids and links in those lines.
+    A clipped command, path or error is none: read back whole, it would name
+    something that never was. An update reads the earlier record's text, not
+    its archived turns: once a line is no longer shown, its facts are these."""
+    if not previous:
+        return Facts()
+    sections = parse(previous)
+    paths = [found[0] for found in map(file_item, sections.get("Relevant Files", [])) if found]
+    commands: list[str] = []
+    errors: list[str] = []
+    identifiers: list[str] = []
+    urls: list[str] = []
+    for item in sections.get(COMPLETED_ACTIONS, []):
+        mt = _ACTION_ITEM_RE.match(item)
+        if not mt:
+            continue
+        target, verb = mt.group("target"), mt.group("verb")
+        command = _command_in(target) if verb == VERBS["run"] else None
+        if command is not None and not command.endswith("…"):
+            commands.append(command)
+            identifiers.extend(versions_in(command))
+        elif verb in _FILE_VERBS and not target.endswith("…"):
+            paths.append(target)
+        failed = _FAILED_OUTCOME_RE.match(_TOOL_NOTE_RE.sub("", mt.group("outcome")))
+        if failed and not failed.group(1).endswith("…"):
+            errors.append(failed.group(1))
+        identifiers.extend(identifiers_in(item))
+        urls.extend(urls_in(item))
+    return Facts(
+        paths=dedupe(paths),
+        commands=dedupe(commands),
+        errors=dedupe(errors),
+        identifiers=dedupe(identifiers),
+        urls=dedupe(urls),
+    )
 
 
 def merge_previous(
