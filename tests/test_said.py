@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.facts.text import sentences
+from ctxpack.facts.sentence import sentences
 from ctxpack.summarize.offline.said import last_note, plans, spoken
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterator
 from typing import Any
 
 from ctxpack.facts.match import byte_view, collapse, dedupe, folded
 from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
+from ctxpack.facts.sentence import sentences
 from ctxpack.refs import REF_PREFIX
 from ctxpack.tools import PATH_LIKE_KEYS, command_of, patched_files
 
@@ -151,8 +151,6 @@ _DIRECTIVE_HINTS = (
     "stop",
     "quit",
 )
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_LIST_MARKER = re.compile(r"\d{1,3}[.)]")
 MAX_SENTENCE = 300
 
 
@@ -317,24 +315,6 @@ def _ascii_number_units(text: str, out: list[tuple[int, str]]) -> None:
         # A unit is at most 7 letters: the window also holds the character after.
         end = min(len(text), at + 16)
         pos = max(_number_units(text, max(pos, back + 1), end, at, out), at + 1)
-
-
-def sentences(text: str) -> Iterator[str]:
-    """Sentences and lines, whitespace-collapsed, produced as they are read.
-    A numbered list's marker ("1." before "**Flight HAT069**") is no sentence."""
-    start = 0
-    for mt in _SENTENCE_SPLIT.finditer(text):
-        piece = collapse(text[start : mt.start()].strip(" \t-*#>"))
-        start = mt.end()
-        if piece and not _list_marker(piece):
-            yield piece
-    piece = collapse(text[start:].strip(" \t-*#>"))
-    if piece and not _list_marker(piece):
-        yield piece
-
-
-def _list_marker(piece: str) -> bool:
-    return len(piece) <= 4 and _LIST_MARKER.fullmatch(piece) is not None
 
 
 def directives_in(text: str) -> list[str]:

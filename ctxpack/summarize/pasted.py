@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ctxpack.facts.text import sentences
+from ctxpack.facts.sentence import FENCE, sentences
 
 # Characters a person does not type in prose: a screen's frame (box drawing
 # and blocks, tree branches, braille spinners), and the check marks and
@@ -32,7 +32,6 @@ _PASTED_LINE = re.compile(
 )
 # Text laid out in columns: two gaps of four spaces or more between words.
 _COLUMNS = re.compile(r"\S {4,}\S.*\S {4,}\S")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
 # A Markdown line break is two trailing spaces; a terminal pads wider.
 _MARKDOWN_BREAK = 2
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -83,7 +82,7 @@ def _unfenced(text: str) -> str:
     out: list[str] = []
     inside = False
     for line in text.split("\n"):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             inside = not inside
             out.append("")
         elif not inside:

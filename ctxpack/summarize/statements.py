@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ctxpack.facts.text import DROP_HABIT, sentences, states_a_rule, values_in
+from ctxpack.facts.sentence import sentences
+from ctxpack.facts.text import DROP_HABIT, states_a_rule, values_in
 from ctxpack.summarize.pasted import prose
 
 Kind = Literal["constraint", "goal", "fact"]

@@ -8,7 +8,7 @@ import re
 
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse, folded
-from ctxpack.facts.text import sentences
+from ctxpack.facts.sentence import LIST_ITEM, sentences
 from ctxpack.summarize.ledger import is_acknowledgement, user_words
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.pasted import without_screens
@@ -64,8 +64,6 @@ _GUESS_RE = re.compile(
 )
 MAX_ASK = 300
 MAX_QUOTE = 240
-# A list's item: a line that opens with a bullet or a number.
-_ITEM_RE = re.compile(r"([ \t]*)(?:[-*•+]|\d{1,3}[.)])[ \t]+(\S.*)")
 MAX_ITEM = 100
 MAX_REPLY = 160
 # An ask this short ("yes", "ok, go ahead") says what it means only with the
@@ -134,11 +132,7 @@ def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
         return quoted
     lines = text.splitlines()
     start = next(
-        (
-            at + 1
-            for at, line in enumerate(lines)
-            if ":" in line and collapse(line.strip(" \t-*#>")).endswith(sentence)
-        ),
+        (at + 1 for at, line in enumerate(lines) if ":" in line and _ends(line, sentence)),
         None,
     )
     items = [] if start is None else _list_after(lines[start:])
@@ -152,6 +146,13 @@ def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
     return f"{quoted} {'; '.join(items[:shown])}{more}"
 
 
+def _ends(line: str, sentence: str) -> bool:
+    """Whether `sentence` ends on `line`: the line ends with it, or it was
+    wrapped onto the line and ends with the line's words."""
+    words = collapse(line.strip(" \t-*#>"))
+    return words.endswith(sentence) or (bool(words) and sentence.endswith(words))
+
+
 def _list_after(lines: list[str]) -> list[str]:
     """The items of the list `lines` open with (blank lines aside), each with
     its sub-items; none when they open with anything else."""
@@ -160,7 +161,7 @@ def _list_after(lines: list[str]) -> list[str]:
     for line in lines:
         if not line.strip():
             continue
-        found = _ITEM_RE.match(line)
+        found = LIST_ITEM.match(line)
         if found is None or (indent is not None and len(found.group(1)) > len(indent)):
             # A line under an item (its sub-items, its wrapped text) is part of it.
             if indent is None or not line[: len(indent) + 1].isspace():
