@@ -123,13 +123,22 @@ def printed_of(output: str, value: Any) -> str:
     text = unwrap(output, value)
     if "\x1b[" in text:
         text = ANSI_CODE.sub("", text)
-    lines = text.split("\n")
-    start, end = 0, len(lines)
-    while start < end and _status_line(lines[start]):
-        start += 1
-    while end > start and _status_line(lines[end - 1]):
-        end -= 1
-    kept = "\n".join(lines[start:end]).strip()
+    # Status lines stand at either end: the lines between are never split
+    # apart (a long output's tens of thousands of them).
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start, end)
+        stop = end if stop < 0 else stop
+        if not _status_line(text[start:stop]):
+            break
+        start = stop + 1
+    while end > start:
+        newline = text.rfind("\n", start, end)
+        begin = start if newline < 0 else newline + 1
+        if not _status_line(text[begin:end]):
+            break
+        end = begin - 1
+    kept = text[start:end].strip() if start < end else ""
     return "" if kept in _NOTHING_PRINTED else kept
 
 
@@ -142,7 +151,13 @@ _DEBUGGER = re.compile(
 
 
 def _status_line(line: str) -> bool:
-    return not line.strip() or bool(EXIT_STATUS.search(line)) or bool(_DEBUGGER.match(line))
+    if not line.strip():
+        return True
+    # The words looked for first: the pattern would try every place of a long line.
+    lowered = line.lower()
+    if ("exit" in lowered or "return" in lowered) and EXIT_STATUS.search(line):
+        return True
+    return bool(_DEBUGGER.match(line))
 
 
 # How a search says how many it found: Claude Code's Grep "Found 3 files",

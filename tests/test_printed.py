@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxpack import formats, toolpairs
 from ctxpack import messages as m
 from ctxpack.facts.extract import extract_facts
-from ctxpack.printed import printed
+from ctxpack.printed import _status_line, parse_json, printed, printed_of, unwrap
 from ctxpack.prune.oneliners import one_liner
 from ctxpack.summarize.offline.actions import make_action
 from ctxpack.tooloutput import result_flagged_error
@@ -302,3 +304,36 @@ def test_the_real_pi_session_s_stand_ins_quote_what_its_commands_printed() -> No
     use = toolpairs.link_results(messages)[37]
     stand_in = one_liner(name=use.name, arguments=use.arguments, output=m.text(grep))
     assert stand_in.endswith("→ exit 1, nothing printed; output was 0 lines, 26 chars")
+
+
+_PIECES = [
+    "",
+    "\n",
+    "exit code 1",
+    "Exit code: 2",
+    "Command exited with code 1",
+    "Debugger attached.",
+    "(no output)",
+    "hello",
+    "  ",
+    "\r\n",
+    "exit status 3",
+    "Process exited with code 0",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=10), st.lists(st.booleans(), max_size=10))
+def test_what_a_command_printed_is_its_lines_between_the_status_lines(
+    pieces: list[str], breaks: list[bool]
+) -> None:
+    # The lines between those at either end that only state a status, as
+    # splitting the output into lines and dropping them one by one gives.
+    output = "".join(p + ("\n" if b else "") for p, b in zip(pieces, breaks, strict=False))
+    value = parse_json(output)
+    lines = unwrap(output, value).split("\n")
+    while lines and _status_line(lines[0]):
+        lines.pop(0)
+    while lines and _status_line(lines[-1]):
+        lines.pop()
+    kept = "\n".join(lines).strip()
+    assert printed_of(output, value) == ("" if kept == "(no output)" else kept)
