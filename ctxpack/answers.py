@@ -1,5 +1,5 @@
-"""Commands whose exit status 1 is an answer, not a failure: `diff` and
-`cmp` found the files differ, `grep -c` counted no line, `test` and `[`
+"""Commands whose exit status 1 is an answer, not a failure: `diff`, `cmp`
+and `git diff --exit-code` found the files differ, `grep -c` counted no line, `test` and `[`
 found their test false. Their failures exit 2. Each prints its answer in a
 shape of its own, or nothing: exit status 1 with anything else printed came
 from elsewhere in the command line (a `cd` before it that failed) and is a
@@ -26,6 +26,15 @@ _DIFF = re.compile(
 _CMP = re.compile(
     r".* differ: (?:byte|char) \d+, line \d+(?: is .*)?|cmp: EOF on .*|\s*\d+\s+\d+\s+\d+"
 )
+# What `git diff` prints besides a diff's own lines: the headers of its
+# extended format.
+_GIT_DIFF = re.compile(
+    rf"{_DIFF.pattern}|index [0-9a-f]+\.\.[0-9a-f]+(?: \d+)?|(?:new|deleted) file mode \d+"
+    r"|(?:old|new) mode \d+|(?:similarity|dissimilarity) index \d+%|(?:rename|copy) (?:from|to) .*"
+)
+# `git diff` answers with its exit status only when told to: --exit-code and
+# --quiet ask it, and comparing two paths outside a repository implies it.
+_GIT_ANSWERING = frozenset({"--exit-code", "--quiet", "--no-index"})
 # A count of no line, of a file's when grep counts in several.
 _NO_COUNT = re.compile(r"(?:.*:)?0")
 _NOTHING = re.compile(r"(?!)")
@@ -46,6 +55,9 @@ def answer_shape(command: str | None) -> re.Pattern[str] | None:
     program = words[0].rsplit("/", 1)[-1]
     if program in _COUNTERS:
         return _NO_COUNT if any(_counts(word) for word in words[1:]) else None
+    if program == "git":
+        answering = "diff" in words[1:] and not _GIT_ANSWERING.isdisjoint(words)
+        return _GIT_DIFF if answering else None
     return _ANSWERS.get(program)
 
 

@@ -17,6 +17,10 @@ from tests.test_tool_rules import action
 DIFF = "1c1\n< a\n---\n> b\n"
 UNIFIED = "--- a.txt\n+++ b.txt\n@@ -1,2 +1,2 @@\n-a\n+b\n same\n"
 RECURSIVE = "Only in a: x.txt\ndiff -r a/y.txt b/y.txt\n1c1\n< a\n---\n> b\n"
+GIT_DIFF = (
+    "diff --git a/src/app.py b/src/app.py\nindex 3b18e51..a4f9c2d 100644\n"
+    "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a\n+b\n"
+)
 
 
 def pi(output: str, code: int) -> str:
@@ -49,6 +53,13 @@ def claude(output: str, code: int) -> str:
         ("cmp a.bin b.bin", pi("a.bin b.bin differ: byte 5, line 1", 1), False),
         ("cmp a.bin b.bin", claude("cmp: EOF on a.bin after byte 4, line 1", 1), False),
         ("cmp a.bin b.bin", pi("cmp: b.bin: No such file or directory", 2), True),
+        # git diff, when told to answer with its status.
+        ("git diff --exit-code src/app.py", claude(GIT_DIFF, 1), False),
+        ("git diff --no-index a.txt b.txt", pi(GIT_DIFF, 1), False),
+        ("git diff --quiet", pi("(no output)", 1), False),
+        ("git diff --exit-code", pi("fatal: not a git repository", 128), True),
+        # Without --exit-code its exit status 1 is an error.
+        ("git diff src/app.py", pi(GIT_DIFF, 1), True),
         # grep -c: no line counted, in one file or in several.
         ("grep -c 'TODO' src/app.py", pi("0", 1), False),
         ("grep -rc 'a|b' src", pi("src/a.py:0\nsrc/b.py:0", 1), False),
