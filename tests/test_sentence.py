@@ -47,6 +47,10 @@ RULE = "You must never push to main without asking me first."
                 " without a backup, and the backup has to be checked first."
             ],
         ),
+        # A Windows editor's line break.
+        ("You must\r\nnever push to main without asking me first.", [RULE]),
+        ("If the tests fail,\r\nstop and ask me.", ["If the tests fail, stop and ask me."]),
+        ("Fixed the parser.\r\nnow the exporter", ["Fixed the parser.", "now the exporter"]),
         # A list item's text wrapped under it.
         ("- You must\n  never push to main", ["You must never push to main"]),
         ("1. Run the\n   tests first", ["Run the tests first"]),

@@ -54,7 +54,9 @@ def sentences(text: str) -> Iterator[str]:
         if mt.lastindex:
             # Only after a letter or a comma may the line break run on; the
             # rest of the test (and finding the fences) is paid there alone.
-            if text[at - 1].isalpha() or text[at - 1] == ",":
+            # A line break written as "\r\n" (a Windows editor's) is one too.
+            before = text[at - 2] if text[at - 1] == "\r" and at > 1 else text[at - 1]
+            if before.isalpha() or before == ",":
                 if fences is None:
                     fences = (
                         [f.start() for f in FENCE.finditer(text)]
@@ -85,7 +87,7 @@ def runs_on(text: str, at: int) -> bool:
     A line that ends on a letter and a next one in lowercase is not enough:
     "ok" / "don't push" are two things said."""
     begin = text.rfind("\n", 0, at) + 1
-    line = text[begin:at]
+    line = text[begin:at].removesuffix("\r")
     words = line.lstrip(" \t")
     indent = len(line) - len(words)
     if not words or words.startswith(_NOT_PROSE) or FENCE.match(words):
