@@ -32,6 +32,17 @@ from tests.test_offline import section, summarize
             "Don't run the full test suite for docs changes.",
             True,
         ),
+        # Told to stop doing it: a "must not", of the verb less its -ing.
+        (
+            "Always group build & commit into one step.",
+            "please stop grouping build & commit",
+            True,
+        ),
+        ("You should add a docstring to each function.", "Quit adding docstrings.", True),
+        ("Always make a backup of the database first.", "OK, stop making database backups.", True),
+        ("Always commit the lockfile with every change.", "Stop committing the lockfile.", True),
+        # Said of a thing, not told to the agent: no rule.
+        ("The server must keep running.", "The server will stop running at midnight.", False),
         # The same way round: no turn.
         ("Tests must pass before a commit.", "Lint must pass before a commit.", False),
         # Different verbs.
@@ -77,6 +88,14 @@ def test_an_update_shows_the_rule_in_force_where_the_earlier_one_was(
         ("Enabled caching of the API responses.", "Don't cache the API responses any more.", True),
         ("Pushed the release branch to origin.", "Never push the release branch again.", True),
         ("In progress: Commit the wizard changes.", "Do not commit the wizard changes yet.", True),
+        (
+            "Grouped the build and commit steps into one command.",
+            "please stop grouping build & commit",
+            True,
+        ),
+        ("Committed the lockfile.", "Stop committing the lockfile.", True),
+        ("Cached the API responses.", "Just quit caching the API responses.", True),
+        ("Pushed the docs to origin.", "The docs push will stop pushing to origin.", False),
         # The user asks for what was done: nothing undone.
         ("Added persistence for team selection.", "Team selection must persist.", False),
         # The same verb, about something else.

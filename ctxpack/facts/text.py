@@ -79,8 +79,11 @@ _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
 _NOT = r"(?:don['’]t|do not|doesn['’]t|does not)"
 # A habit the user tells the agent to drop ("Stop adding comments", "please
-# stop …"): a directive among the facts, and a constraint in the record.
-DROP_HABIT = r"^(?:please\s+|just\s+)?(?:stop|quit)\s+\w+ing\b|\bplease\s+(?:stop|quit)\b"
+# stop …"): a directive among the facts, a constraint in the record, and a
+# "must not" that turns an earlier rule or state around (reversal.py), whose
+# verb is QUIT_HABIT's group, without its -ing.
+QUIT_HABIT = r"(?:stop|quit)\s+(\w+?)ing\b"
+DROP_HABIT = rf"^(?:please\s+|just\s+)?{QUIT_HABIT}|\bplease\s+(?:stop|quit)\b"
 # Modal words that state a fact, not a rule: what the user does not have or
 # remember, a guess ("there must be a way", "I must have left it"), a promise
 # of their own ("I'll make sure to find it"), a habit of the past, what a

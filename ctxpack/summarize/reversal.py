@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import re
 
+from ctxpack.facts.text import QUIT_HABIT
 from ctxpack.summarize.statements import STOP_WORDS, stem
 
 _NOT = r"(?:n['’]t|\s+not)"
-# A rule's modal and the verb it governs; the verb is the group.
+# Told to the agent, not said of a thing ("it may stop working"): where a
+# sentence, clause or quote opens, or after the words that ask it. Read only
+# before "stop" or "quit": at every place, it would slow each scan fourfold.
+_TOLD = r"(?:(?<![\w'’] )|(?<=\bplease )|(?<=\bjust )|(?<=\byou )|(?<=\bto )|(?<=\bnow ))"
+# A rule's modal and the verb it governs; the verb is the group. "Stop
+# grouping …" is a "must not group", its verb the second group, less its -ing.
 _NEGATIVE = re.compile(
     rf"\b(?:(?:must|should|shall|do|does|will|can|may|need){_NOT}|won['’]t|cannot|never"
     r"|no longer)(?:\s+(?:need|have)\s+to)?"
-    r"(?:\s+(?:ever|be|get|keep|always))*\s+([a-z][a-z'-]+)",
+    rf"(?:\s+(?:ever|be|get|keep|always))*\s+([a-z][a-z'-]+)|\b(?=stop|quit){_TOLD}{QUIT_HABIT}",
     re.IGNORECASE,
 )
+_HABIT = 2
 _POSITIVE = re.compile(
     rf"\b(?:must|should|shall|always|need(?:s)? to|ha(?:s|ve) to)(?!{_NOT})"
     r"(?:\s+(?:always|also|still|be|get|keep))*\s+([a-z][a-z'-]+)",
@@ -53,7 +60,7 @@ def undoes(state: str, later: str) -> bool:
     state in any of its forms ("persisted", "persistence"; "pushed"), and the
     two name something else besides."""
     words = [word.lower() for word in _WORD.findall(state)]
-    verbs = {verb.lower() for verb in _NEGATIVE.findall(later)}
+    verbs = _verbs(_NEGATIVE, later)
     turned = {
         stem(word)
         for word in words
@@ -66,12 +73,27 @@ def undoes(state: str, later: str) -> bool:
 
 
 def _turned(one: re.Pattern[str], earlier: str, other: re.Pattern[str], later: str) -> bool:
-    said = {stem(verb.lower()) for verb in one.findall(earlier)}
-    turned = {stem(verb.lower()) for verb in other.findall(later)} & said
+    said = set(map(stem, _verbs(one, earlier)))
+    turned = set(map(stem, _verbs(other, later))) & said
     if not turned:
         return False
     # Something besides the verb that both name.
     return bool((_content(earlier) & _content(later)) - turned)
+
+
+def _verbs(pattern: re.Pattern[str], text: str) -> set[str]:
+    """The verbs `pattern` reads in `text`, lowercased. A habit's verb comes
+    without its -ing, so in each form the verb may have ("mak": "make";
+    "committ": "commit")."""
+    verbs: set[str] = set()
+    for found in pattern.finditer(text):
+        verb = found.group(found.lastindex or 0).lower()
+        verbs.add(verb)
+        if found.lastindex == _HABIT and pattern is _NEGATIVE:
+            verbs.add(f"{verb}e")
+            if len(verb) > 2 and verb[-1] == verb[-2]:
+                verbs.add(verb[:-1])
+    return verbs
 
 
 def _content(text: str) -> set[str]:
