@@ -134,3 +134,26 @@ def test_an_update_says_the_state_the_user_turned_around_is_reversed(
         "- Earlier, since reversed: Persisting the team choice in settings.json.",
         "- Earlier, since reversed: Added persistence for team selection in workspace settings.",
     ]
+
+
+def test_an_update_says_another_agents_file_note_the_user_turned_around_is_reversed(
+    counter: TokenCounter,
+) -> None:
+    previous = (
+        "[CONTEXT SUMMARY]: earlier work\n\n## Goal\n- Speed up the API client\n\n"
+        "## Relevant Files\n"
+        "- src/api/cache.ts - enabled caching of the API responses. (modified)\n"
+        "- src/api/retry.ts - added a retry loop to the fetcher. (modified)\n"
+    )
+    middle = [
+        {"role": "user", "content": "Please stop caching the API responses, they go stale."},
+        {"role": "assistant", "content": "Understood: no more caching."},
+    ]
+    merged = to_template(previous)
+    assert merged is not None
+    text = summarize(middle, counter, previous_summary=merged.text).text
+    assert section(text, "Relevant Files") == [
+        "- Earlier, since reversed: src/api/cache.ts - enabled caching of the API responses."
+        " (modified)",
+        "- src/api/retry.ts - added a retry loop to the fetcher. (modified)",
+    ]

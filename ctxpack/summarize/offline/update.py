@@ -243,7 +243,7 @@ def merge_previous(
     merged["Historical Pending User Asks"] = unique(
         new["Historical Pending User Asks"], _old(pending_old)
     )
-    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"])
+    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"], denials)
     merged["Historical Remaining Work"] = unique(
         new["Historical Remaining Work"], _old(old["Historical Remaining Work"])
     )
@@ -355,13 +355,18 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
     return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
-def _files(old: list[str], new: list[Item]) -> list[Item]:
+def _files(old: list[str], new: list[Item], said: Sequence[str]) -> list[Item]:
+    """The files of both, their marks merged; a note in other words (another
+    agent's of what it did to a file) is an account of the state: where the
+    user's words `said` turned it around, it says so (the file stays listed)."""
     marks: dict[str, list[str]] = {}
     opaque: list[Item] = []
-    for text in [item.text for item in new] + old:
+    earlier = len(new)
+    for at, text in enumerate([item.text for item in new] + old):
         read = file_item(text)
         if read is None:
-            opaque.append(Item(text))
+            reversed_ = at >= earlier and _reversed_by(text, said)
+            opaque.append(Item(_as_reversed(text) if reversed_ else text))
             continue
         found = marks.setdefault(read[0], [])
         for mark in read[1]:
