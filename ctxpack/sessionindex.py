@@ -16,7 +16,7 @@ from array import array
 
 from ctxpack import markers
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactMemo, ran_only
+from ctxpack.facts.extract import FactMemo, ran_only, result_command
 from ctxpack.tokens import counter as tokens
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, pair
 from ctxpack.tools import CallInfo, describe
@@ -64,8 +64,8 @@ class SessionIndex:
         # answers is asked for as a copy without it, which no one asks for now.
         ran = ran_only(self.messages, pairing=self.pairing)
         unread = [
-            msg
-            for msg, original in zip(ran, self.messages, strict=True)
+            (msg, result_command(self.pairing, index))
+            for index, (msg, original) in enumerate(zip(ran, self.messages, strict=True))
             if msg is original and id(msg) not in seen
         ]
         return self.facts.learned_beside(unread)

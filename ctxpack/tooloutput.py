@@ -126,10 +126,11 @@ def result_flagged_error(msg: Message) -> bool:
     )
 
 
-def result_failed(output: str, *, flagged: bool = False) -> bool:
+def result_failed(output: str, *, flagged: bool = False, command: str | None = None) -> bool:
     """Whether a tool result failed: its error flag, a non-zero exit code, a
-    JSON error, an output that opens with an error, or failed tests."""
-    return failed_with_code(output, code=exit_code(output), flagged=flagged)
+    JSON error, an output that opens with an error, or failed tests.
+    `command`: the command that printed it, where known."""
+    return failed_with_code(output, code=exit_code(output), flagged=flagged, command=command)
 
 
 def failed_with_code(
@@ -300,12 +301,15 @@ def aborted(output: str) -> bool:
     return _ABORTED.fullmatch(tail[tail.rfind("\n") + 1 :].strip()) is not None
 
 
-def error_lines(output: str, *, flagged: bool = False) -> list[str]:
+def error_lines(output: str, *, flagged: bool = False, command: str | None = None) -> list[str]:
     """Error lines of one tool output; a failed output with no recognised
     line contributes one: its time-out when its agent stopped it so, else the
     first meaningful line the command printed that is not npm placing the
     failure (none when the user aborted it, or it printed nothing). A
-    stand-in has none of its own: the line it quotes is `quoted_error`'s."""
+    stand-in has none of its own: the line it quotes is `quoted_error`'s.
+    `command`: the command that printed it, where known. A command whose
+    exit status 1 answers has none then: what it printed is the answer (a
+    diff's lines that quote an error are the files' text)."""
     if is_pruned(output):
         return []
     found: list[str] = []
@@ -320,8 +324,15 @@ def error_lines(output: str, *, flagged: bool = False) -> list[str]:
                 if len(found) == ERRORS_PER_RESULT:
                     break
     if found:
-        return found
-    if result_failed(output, flagged=flagged) and not aborted(output):
+        # What a command whose exit status 1 answers (answers.py) printed
+        # then is its answer, when that is no failure.
+        answered = (
+            exit_code(output) == 1
+            and answer_shape(command) is not None
+            and not result_failed(output, flagged=flagged, command=command)
+        )
+        return [] if answered else found
+    if result_failed(output, flagged=flagged, command=command) and not aborted(output):
         lines = printed_of(output, parse_json(output)).splitlines()
         last = next(_meaningful(reversed(lines)), None)
         if last is None:

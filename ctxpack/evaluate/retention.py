@@ -41,6 +41,7 @@ from ctxpack.facts.extract import (
     Facts,
     MessageFacts,
     ran_only,
+    result_command,
 )
 from ctxpack.facts.match import Haystack
 from ctxpack.redact import mask
@@ -48,6 +49,7 @@ from ctxpack.report import ratio
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.assemble import without_merged_summary, without_system_note
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import Pairing
 from ctxpack.transcript import Message, Transcript
 
 CATEGORIES: tuple[str, ...] = tuple(name for name, _ in Facts().categories())
@@ -178,15 +180,22 @@ class FactCache:
     def __init__(self) -> None:
         self._memo = FactMemo()
 
-    def each(self, messages: list[Message], *, memo: FactMemo | None = None) -> list[MessageFacts]:
-        """The facts of each message, in order. `memo`: the facts the run's
-        summarizer found (SessionIndex.facts)."""
-        return [self._one(msg, memo) for msg in messages]
+    def each(
+        self, messages: list[Message], *, pairing: Pairing, memo: FactMemo | None = None
+    ) -> list[MessageFacts]:
+        """The facts of each message, in order. `pairing`: how `messages`
+        pair (each result is read knowing its call's command). `memo`: the
+        facts the run's summarizer found (SessionIndex.facts)."""
+        return [self._one(msg, index, pairing, memo) for index, msg in enumerate(messages)]
 
-    def _one(self, msg: Message, memo: FactMemo | None) -> MessageFacts:
+    def _one(
+        self, msg: Message, index: int, pairing: Pairing, memo: FactMemo | None
+    ) -> MessageFacts:
         # The summarizer has just read most of these very messages.
         known = memo.known(msg) if memo is not None else None
-        return known if known is not None else self._memo.found(msg)
+        if known is not None:
+            return known
+        return self._memo.found(msg, command=result_command(pairing, index))
 
 
 def collected(each: Iterable[MessageFacts]) -> Facts:
@@ -222,7 +231,8 @@ def evaluate(
         for msg, shape in zip(original, originals.shapes, strict=True)
     ]
     # The region is some of the messages that ran: each one's facts found once.
-    each = cache.each(ran, memo=index.facts)
+    # A call left out of `ran` is one no result answers: its results pair alike.
+    each = cache.each(ran, pairing=pairing, memo=index.facts)
     region = [facts for facts, gone in zip(each, replaced, strict=True) if gone]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)

@@ -8,7 +8,9 @@ Where facts come from, and why:
   long multi-line script is known by its first line, as the record names it.
 - errors: tool outputs (recognised error lines; the first line of a failed
   one), each distinct message once. Not a pruned output's one-line digest:
-  the evaluation and the preserved facts read the original output.
+  the evaluation and the preserved facts read the original output. Not an
+  exit status 1 that answers (`diff` printing the differences): a result is
+  read knowing the command of the call it answers (result_command).
 - identifiers: commit SHAs (hex with digits and letters) and UUIDs anywhere,
   versions in what the user, the assistant or a command wrote; never archive
   refs.
@@ -77,10 +79,16 @@ _CATEGORIES = tuple(f.name for f in fields(Facts))
 
 
 def message_facts(
-    msg: Message, *, body: str | None = None, calls: Calls | None = None
+    msg: Message,
+    *,
+    body: str | None = None,
+    calls: Calls | None = None,
+    command: str | None = None,
 ) -> MessageFacts:
     """The facts of one message; `body` (its text) and `calls` (its calls'
-    raw and parsed arguments) save work when the caller has them."""
+    raw and parsed arguments) save work when the caller has them. `command`:
+    for a tool result, result_command's, which tells an exit status that
+    answers from a failure."""
     if body is None:
         body = m.text(msg)
     if calls is None:
@@ -95,7 +103,7 @@ def message_facts(
         # The client's command, not words of the user's to the model.
         body = ""
     if role in ("tool", "function"):
-        errors = error_lines(body, flagged=result_flagged_error(msg))
+        errors = error_lines(body, flagged=result_flagged_error(msg), command=command)
         for line in errors:
             paths.extend(paths_in_text(line))
         identifiers = identifiers_in(body)
@@ -139,6 +147,13 @@ def _unique(name: str, items: list[str]) -> tuple[str, tuple[str, ...], tuple[st
             kept.append(item)
             keys[key] = None
     return name, tuple(kept), tuple(keys)
+
+
+def result_command(pairing: Pairing, index: int) -> str | None:
+    """The command of the call that the result at `index` answers, as the
+    record's action reads it (None: no call, or one that runs no command)."""
+    use = pairing.links.get(index)
+    return command_of(parse_arguments(use.arguments)) if use is not None else None
 
 
 def ran_only(messages: list[Message], *, pairing: Pairing | None = None) -> list[Message]:
@@ -194,8 +209,9 @@ class FactCollector:
 
 def extract_facts(messages: list[Message]) -> Facts:
     collector = FactCollector()
-    for msg in messages:
-        collector.add(message_facts(msg))
+    pairing = pair(messages)
+    for index, msg in enumerate(messages):
+        collector.add(message_facts(msg, command=result_command(pairing, index)))
     return collector.facts()
 
 
@@ -206,9 +222,10 @@ class FactMemo:
     then asks for the preserved facts of nearly the same messages, and the
     retention check for the facts of the original ones (mostly the same
     objects). Messages are never changed in place (a changed one is a new
-    object), so a message's facts are found once. Long sessions also repeat
-    whole messages (re-run commands, re-read files, injected reminders): equal
-    messages are read once."""
+    object), and a result answers the same call wherever the run reads it,
+    so a message's facts are found once. Long sessions also repeat whole
+    messages (re-run commands, re-read files, injected reminders): equal
+    messages are read once, a result only with an equal command."""
 
     def __init__(self) -> None:
         # Facts by message id. Each message is held here too, so that no
@@ -216,7 +233,9 @@ class FactMemo:
         # message instead of a pair (a long session has hundreds of thousands).
         self._known: dict[int, MessageFacts] = {}
         self._held: list[Message] = []
-        self._by_content: dict[tuple[str, bool, str, tuple[str, ...]], MessageFacts] = {}
+        self._by_content: dict[
+            tuple[str, bool, str, tuple[str, ...], str | None], MessageFacts
+        ] = {}
 
     def known(self, msg: Message) -> MessageFacts | None:
         """The facts of `msg` when they were found already."""
@@ -232,27 +251,34 @@ class FactMemo:
         self._known[id(msg)] = facts
 
     @contextlib.contextmanager
-    def learned_beside(self, messages: list[Message]) -> Iterator[None]:
-        """The facts of those of `messages` not known yet, found in a child
-        at the lowest priority while the body runs (on the time the cores
-        have spare) and learned when it is done."""
-        todo = [msg for msg in messages if id(msg) not in self._known]
-        # A memo of its own in the child: equal messages are read once there too.
-        with forked.started(lambda: list(map(FactMemo().found, todo)), background=True) as found:
+    def learned_beside(self, messages: list[tuple[Message, str | None]]) -> Iterator[None]:
+        """The facts of those of `messages` (each with its result_command)
+        not known yet, found in a child at the lowest priority while the body
+        runs (on the time the cores have spare) and learned when it is done."""
+        todo = [(msg, command) for msg, command in messages if id(msg) not in self._known]
+
+        def read() -> list[MessageFacts]:
+            # A memo of its own: equal messages are read once here too.
+            memo = FactMemo()
+            return [memo.found(msg, command=command) for msg, command in todo]
+
+        with forked.started(read, background=True) as found:
             yield
-            for msg, facts in zip(todo, found(), strict=True):
+            for (msg, _), facts in zip(todo, found(), strict=True):
                 self._keep(msg, facts)
 
-    def found(self, msg: Message) -> MessageFacts:
-        """message_facts(msg), found once: by the message, or by what it
-        holds that facts are read from (of)."""
+    def found(self, msg: Message, *, command: str | None = None) -> MessageFacts:
+        """message_facts(msg, command=command), found once: by the message,
+        or by what it holds that facts are read from (of)."""
         known = self.known(msg)
         if known is not None:
             return known
-        return self.of(msg, body=m.text(msg), calls=message_calls(msg))
+        return self.of(msg, body=m.text(msg), calls=message_calls(msg), command=command)
 
-    def of(self, msg: Message, *, body: str, calls: Calls) -> MessageFacts:
-        """message_facts(msg, body=body, calls=calls), found once."""
+    def of(
+        self, msg: Message, *, body: str, calls: Calls, command: str | None = None
+    ) -> MessageFacts:
+        """message_facts(msg, body=body, calls=calls, command=command), found once."""
         found = self.known(msg)
         if found is None:
             # Everything message_facts reads of the message.
@@ -264,10 +290,14 @@ class FactMemo:
             else:
                 kind = ""
             flagged = kind == "result" and result_flagged_error(msg)
-            key = (kind, flagged, body, tuple(raw for raw, _ in calls))
+            # A result's command tells whether its exit status 1 answered.
+            said = command if kind == "result" else None
+            key = (kind, flagged, body, tuple(raw for raw, _ in calls), said)
             found = self._by_content.get(key)
             if found is None:
-                found = self._by_content[key] = message_facts(msg, body=body, calls=calls)
+                found = self._by_content[key] = message_facts(
+                    msg, body=body, calls=calls, command=said
+                )
             self._keep(msg, found)
         return found
 

@@ -9,12 +9,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxpack.facts.extract import FactCollector, FactMemo, Facts, message_facts
+from ctxpack.facts.extract import FactCollector, FactMemo, Facts, message_facts, result_command
 from ctxpack.facts.match import Haystack, collapse, dedupe
 from ctxpack.redact import mask
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.summarize.template import left_out, parse
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import Pairing, pair
 from ctxpack.transcript import Message
 
 # The preserved-facts section lists these, most important first.
@@ -111,9 +112,14 @@ def preserved_facts_section(
     `named`: the facts that record named in its other lines (its actions,
     its files), last in line: the summary may no longer show those lines."""
     collector = FactCollector()
-    for msg in middle:
+    pairing: Pairing | None = None
+    for index, msg in enumerate(middle):
         known = memo.known(msg) if memo is not None else None
-        collector.add(message_facts(msg) if known is None else known)
+        if known is None:
+            if pairing is None:
+                pairing = pair(middle)
+            known = message_facts(msg, command=result_command(pairing, index))
+        collector.add(known)
     haystack = Haystack(summary_text)
     candidates = dedupe(
         [

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxpack import messages as m
-from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts
+from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import Action, make_action, settle
 from ctxpack.summarize.offline.said import (
@@ -73,7 +73,7 @@ def scan(
     result.later_ok = succeeded(tail, pairing=index.pairing_of(tail))
     memo = index.facts
     texts = [m.text(msg) for msg in middle]
-    reader = _Reader(middle, texts, _result_indexes(index.pairing_of(middle)), memo)
+    reader = _Reader(middle, texts, index.pairing_of(middle), memo)
     if len(middle) < tokens.PARALLEL_MIN_MESSAGES:
         workers = 1
     fold = _Fold(result, reader)
@@ -153,10 +153,11 @@ class _Reader:
         self,
         middle: list[Message],
         texts: list[str],
-        answers: dict[ToolUse, list[int]],
+        pairing: Pairing,
         memo: FactMemo,
     ) -> None:
-        self.middle, self.texts, self._answers, self.memo = middle, texts, answers, memo
+        self.middle, self.texts, self.memo = middle, texts, memo
+        self._pairing, self._answers = pairing, _result_indexes(pairing)
 
     def outputs(self, use: ToolUse) -> tuple[list[Message], str]:
         """The results of `use`, and their texts joined by newlines."""
@@ -171,7 +172,8 @@ class _Reader:
             if "tool_calls" in msg or "function_call" in msg
             else []
         )
-        found = self.memo.of(msg, body=body, calls=[(use.arguments, a) for use, a in uses])
+        calls = [(use.arguments, a) for use, a in uses]
+        found = self.memo.of(msg, body=body, calls=calls, command=result_command(self._pairing, at))
         if role == "assistant":
             return found, spoken(body), None, [self._use(use, args) for use, args in uses]
         if role == "user" and not m.is_tool_result(msg):
