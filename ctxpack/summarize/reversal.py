@@ -15,6 +15,8 @@ selection", then "agent teams shouldn't persist"): it is no current state."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ctxpack.facts.text import QUIT_HABIT
 from ctxpack.summarize.statements import STOP_WORDS, stem
@@ -48,28 +50,56 @@ def reverses(earlier: str, later: str) -> bool:
     )
 
 
-def denies(later: str) -> bool:
-    """Whether `later` says of something that it must not be done: words no
-    state is undone by (undoes) go unread."""
-    return _NEGATIVE.search(later) is not None
+@dataclass(frozen=True)
+class Denial:
+    """What one message of the user's says must not be done: its verbs' stems
+    and the words it names."""
+
+    stems: frozenset[str]
+    content: frozenset[str]
+
+
+class Denials:
+    """The user's words that say something must not be done, each read once,
+    and found by the verbs they deny: an update reads every item of its
+    earlier state against all of them."""
+
+    def __init__(self, said: Iterable[str]) -> None:
+        self._by_verb: dict[str, list[Denial]] = {}
+        for later in said:
+            verbs = _verbs(_NEGATIVE, later)
+            if not verbs:
+                continue
+            denial = Denial(frozenset(map(stem, verbs)), _content(later))
+            # A state's word names a verb when it opens with it, less a final
+            # "e" ("persist": "persistence"; "make": "making").
+            for verb in verbs:
+                if len(verb) > 3:
+                    self._by_verb.setdefault(verb.removesuffix("e"), []).append(denial)
+
+    def undo(self, state: str) -> bool:
+        """Whether one of them says that what the account of the state `state`
+        reports done must not be: a verb it says must not be done names a word
+        of the state in any of its forms ("persisted", "persistence";
+        "pushed"), and the two name something else besides."""
+        if not self._by_verb:
+            return False
+        turned: dict[int, tuple[Denial, set[str]]] = {}
+        for word in (word.lower() for word in _WORD.findall(state)):
+            for end in range(3, len(word) + 1):
+                for denial in self._by_verb.get(word[:end], ()):
+                    turned.setdefault(id(denial), (denial, set()))[1].add(stem(word))
+        if not turned:
+            return False
+        content = _content(state)
+        return any(
+            (content & denial.content) - words - denial.stems for denial, words in turned.values()
+        )
 
 
 def undoes(state: str, later: str) -> bool:
-    """Whether `later` says that what the account of the state `state` reports
-    done must not be: a verb it says must not be done names a word of the
-    state in any of its forms ("persisted", "persistence"; "pushed"), and the
-    two name something else besides."""
-    words = [word.lower() for word in _WORD.findall(state)]
-    verbs = _verbs(_NEGATIVE, later)
-    turned = {
-        stem(word)
-        for word in words
-        for verb in verbs
-        if len(verb) > 3 and word.startswith(verb.removesuffix("e"))
-    }
-    return bool(turned) and bool(
-        (_content(state) & _content(later)) - turned - set(map(stem, verbs))
-    )
+    """Whether `later` undoes the account of the state `state` (Denials.undo)."""
+    return Denials([later]).undo(state)
 
 
 def _turned(one: re.Pattern[str], earlier: str, other: re.Pattern[str], later: str) -> bool:
@@ -96,6 +126,6 @@ def _verbs(pattern: re.Pattern[str], text: str) -> set[str]:
     return verbs
 
 
-def _content(text: str) -> set[str]:
+def _content(text: str) -> frozenset[str]:
     words = (word.lower() for word in _WORD.findall(text))
-    return {stem(word) for word in words if len(word) > 3 and word not in STOP_WORDS}
+    return frozenset(stem(word) for word in words if len(word) > 3 and word not in STOP_WORDS)

@@ -32,7 +32,7 @@ from ctxpack.summarize.offline.sections import (
     unique,
 )
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
-from ctxpack.summarize.reversal import denies, reverses, undoes
+from ctxpack.summarize.reversal import Denials, reverses
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
     Sections,
@@ -204,8 +204,8 @@ def merge_previous(
         for text in old["Historical In-Progress State"]
         if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
     ]
-    denials = [words for words in scan.said if denies(words)]
-    turned = [text for text in worded + in_progress if _reversed_by(text, denials)]
+    denied = Denials(scan.said)
+    turned = [text for text in worded + in_progress if _reversed_by(text, denied)]
     # The new turns' state replaces what the earlier turns showed of theirs;
     # the words are history now, unless a new action finished what they name
     # (those are left out then).
@@ -243,7 +243,7 @@ def merge_previous(
     merged["Historical Pending User Asks"] = unique(
         new["Historical Pending User Asks"], _old(pending_old)
     )
-    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"], denials)
+    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"], denied)
     merged["Historical Remaining Work"] = unique(
         new["Historical Remaining Work"], _old(old["Historical Remaining Work"])
     )
@@ -263,11 +263,11 @@ def merge_previous(
     return merged
 
 
-def _reversed_by(text: str, said: Sequence[str]) -> bool:
-    """Whether the earlier state item `text` is, or the user's words `said`
-    since made it, one the user turned around."""
+def _reversed_by(text: str, denied: Denials) -> bool:
+    """Whether the earlier state item `text` is, or the user's words since
+    (`denied`) made it, one the user turned around."""
     state = item_text(text).removeprefix(EARLIER_STATE)
-    return state.startswith(REVERSED_STATE) or any(undoes(state, words) for words in said)
+    return state.startswith(REVERSED_STATE) or denied.undo(state)
 
 
 def _as_reversed(text: str) -> str:
@@ -355,17 +355,18 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
     return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
-def _files(old: list[str], new: list[Item], said: Sequence[str]) -> list[Item]:
+def _files(old: list[str], new: list[Item], denied: Denials) -> list[Item]:
     """The files of both, their marks merged; a note in other words (another
     agent's of what it did to a file) is an account of the state: where the
-    user's words `said` turned it around, it says so (the file stays listed)."""
+    user's words since (`denied`) turned it around, it says so (the file
+    stays listed)."""
     marks: dict[str, list[str]] = {}
     opaque: list[Item] = []
     earlier = len(new)
     for at, text in enumerate([item.text for item in new] + old):
         read = file_item(text)
         if read is None:
-            reversed_ = at >= earlier and _reversed_by(text, said)
+            reversed_ = at >= earlier and _reversed_by(text, denied)
             opaque.append(Item(_as_reversed(text) if reversed_ else text))
             continue
         found = marks.setdefault(read[0], [])
