@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.sentence import sentences
-from ctxpack.summarize.offline.said import last_note, plans, spoken
+from ctxpack.summarize.offline.plans import plans
+from ctxpack.summarize.offline.said import last_note, spoken
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.builders import call, result

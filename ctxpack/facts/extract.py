@@ -153,7 +153,7 @@ def result_command(pairing: Pairing, index: int) -> str | None:
     """The command of the call that the result at `index` answers, as the
     record's action reads it (None: no call, or one that runs no command)."""
     use = pairing.links.get(index)
-    return command_of(parse_arguments(use.arguments)) if use is not None else None
+    return command_of(use.args()) if use is not None else None
 
 
 def ran_only(messages: list[Message], *, pairing: Pairing | None = None) -> list[Message]:

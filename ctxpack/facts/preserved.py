@@ -100,6 +100,7 @@ def preserved_facts_section(
     earlier: Sequence[str] = (),
     earlier_left: int = 0,
     named: Facts | None = None,
+    found: Facts | None = None,
 ) -> PreservedFacts:
     """A `## Preserved Facts` section with the middle's facts the summary lost,
     most important first, within cap_tokens.
@@ -110,20 +111,15 @@ def preserved_facts_section(
     `earlier_left`: the facts that section had no room for, counted on: they
     are in its archived turns only, which an update does not read.
     `named`: the facts that record named in its other lines (its actions,
-    its files), last in line: the summary may no longer show those lines."""
-    collector = FactCollector()
-    pairing: Pairing | None = None
-    for index, msg in enumerate(middle):
-        known = memo.known(msg) if memo is not None else None
-        if known is None:
-            if pairing is None:
-                pairing = pair(middle)
-            known = message_facts(msg, command=result_command(pairing, index))
-        collector.add(known)
+    its files), last in line: the summary may no longer show those lines.
+    `found`: middle_facts(middle, memo=memo), when the caller has them (a
+    record fitted more than once reads the same middle each time)."""
     haystack = Haystack(summary_text)
+    if found is None:
+        found = middle_facts(middle, memo=memo)
     candidates = dedupe(
         [
-            *_missing(collector.facts(), haystack),
+            *_missing(found, haystack),
             *(line for line in earlier if (fact := fact_of(line)) and not haystack.mentions(fact)),
             *(_missing(named, haystack) if named is not None else ()),
         ]
@@ -153,6 +149,21 @@ def preserved_facts_section(
         skipped += 1
         section = _render(head, chosen, skipped) if chosen else ""
     return PreservedFacts(section, len(candidates) - len(chosen))
+
+
+def middle_facts(middle: list[Message], *, memo: FactMemo | None = None) -> Facts:
+    """The facts of the compacted turns; `memo`: those the summarizer found
+    while it read them."""
+    collector = FactCollector()
+    pairing: Pairing | None = None
+    for index, msg in enumerate(middle):
+        known = memo.known(msg) if memo is not None else None
+        if known is None:
+            if pairing is None:
+                pairing = pair(middle)
+            known = message_facts(msg, command=result_command(pairing, index))
+        collector.add(known)
+    return collector.facts()
 
 
 def _missing(facts: Facts, haystack: Haystack) -> list[str]:

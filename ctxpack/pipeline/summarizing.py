@@ -13,7 +13,12 @@ from ctxpack.align.plan import AlignPlan
 from ctxpack.errors import UsageError
 from ctxpack.evaluate.checks import visible_texts
 from ctxpack.facts.extract import Facts, ran_only
-from ctxpack.facts.preserved import earlier_facts, earlier_left, preserved_facts_section
+from ctxpack.facts.preserved import (
+    earlier_facts,
+    earlier_left,
+    middle_facts,
+    preserved_facts_section,
+)
 from ctxpack.formats import jsoncodec
 from ctxpack.pipeline.request import Prepared, prepare_request
 from ctxpack.refs import LineBlob, ref_for
@@ -142,6 +147,7 @@ def _summarized(
     # fitting would use up.
     kept = "\n".join(visible_texts(ran[: plan.head_end] + ran[plan.tail_start :]))
     middle_ran = ran_only(middle, pairing=index.pairing_of(middle))
+    found = middle_facts(middle_ran, memo=index.facts)
     earlier = earlier_facts(request.previous_summary)
     left = earlier_left(request.previous_summary)
     named_before = named_facts(request.previous_summary)
@@ -162,6 +168,7 @@ def _summarized(
             earlier=earlier,
             earlier_left=left,
             named=named,
+            found=found,
         )
         return (f"{text}\n\n{facts.text}" if facts.text else text), not facts.unshown
 

@@ -1,0 +1,52 @@
+"""Whether a sentence of the assistant's names a step it will take next:
+the plans a record lists as work left (said.spoken reads them)."""
+
+from __future__ import annotations
+
+import re
+
+# A plan is the assistant's own next step. A need is one when said of "I" or
+# "we" ("I'll need to look up your reservation", "we still need to update
+# the docs") or of no one, as a note ("Need to add two params"): "you may
+# need to contact an agent" is advice, "the cost difference will need to be
+# covered" a requirement on someone else, "I didn't need to" no step at all.
+# A conditional need offers an option, not a step: "we'd need to add a token
+# if we want to style them", and a need an "if" governs ("If neither
+# condition is met, I need to know ..."); an "if" that follows a verb asks
+# whether ("To determine if it can be changed, I need to know ..."), so only
+# one that opens a clause or follows a comma governs. "Next" is one when the
+# assistant goes on ("Next, I'll add the test", "Next, let me check"), not
+# in "next, the function returns" or "Next, you can look for ...", which
+# describe or advise. "Next steps" is one where it heads what follows ("Next
+# steps:", "My next step is to..."), not in "Ready for next steps!" or "I'll
+# guide you through the next steps", which name the user's.
+_CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
+_OWN_NEED_RE = re.compile(
+    r"(?:\b(?:I|we)(?:['’]ll)?"
+    r"(?:\s+(?:will|shall|may|might|also|still|just|first|now|then|only|really))*\s+"
+    rf"|{_CLAUSE})(?:need to|still need)\b",
+    re.IGNORECASE,
+)
+_IF_RE = re.compile(
+    rf"(?:{_CLAUSE}|,\s+)(?:(?:and|but|so|or|also|otherwise),?\s+)?if\b[^:;]*\Z", re.IGNORECASE
+)
+# "Next, I ran the tests" tells what was done: a verb in the past plans nothing
+# ("need" and "proceed" are no past).
+_PAST = (
+    r"(?:\w*[^\We]ed|ran|did|made|wrote|found|saw|got|went|took|built|kept|left|put|began|brought"
+    r"|thought|tried|had|was|were)\b"
+)
+_NEXT_RE = re.compile(
+    rf"\b(?:next,?\s+(?:(?:I|we)\b(?!\s+{_PAST})|let(?:['’]s|\s+me|\s+us))|next up|then I['’]ll"
+    r"|then I will"
+    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b"
+    rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b",
+    re.IGNORECASE,
+)
+
+
+def plans(sentence: str) -> bool:
+    """Whether `sentence` names a step the assistant itself will take."""
+    return _NEXT_RE.search(sentence) is not None or any(
+        not _IF_RE.search(sentence, 0, need.end()) for need in _OWN_NEED_RE.finditer(sentence)
+    )
