@@ -50,6 +50,8 @@ WRITE_TOOLS = CREATE_TOOLS | _names(
     """edit multiedit notebookedit patch apply_patch edit_file str_replace replace
     search_replace insert delete_file append_file"""
 )
+# Writes that take a file away.
+DELETE_TOOLS = _names("delete_file")
 # One tool, many operations: its "command" argument names the operation.
 EDITOR_TOOLS = _names("str_replace_editor str_replace_based_edit_tool file_editor text_editor")
 EDITOR_SUBCOMMANDS = _names("view create str_replace insert undo_edit write")
@@ -149,6 +151,27 @@ def creates_file(name: str, args: dict[str, Any]) -> bool:
     if base in EDITOR_TOOLS:
         return editor_operation(args) == "create"
     return base in CREATE_TOOLS
+
+
+# A command that only removes files: rm, unlink, rmdir or `git rm` (not
+# --cached, which keeps the file), with nothing run after it but a shrug
+# (`|| true`). A removal chained to more commands is not read as the
+# file's last state: `rm -rf skills && git clone …/skills.git` makes it again.
+_REMOVERS = frozenset({"rm", "unlink", "rmdir"})
+_SHRUG = re.compile(r"\s*\|\|\s*(?:true|:)\s*$")
+
+
+def removes_files(command: str) -> bool:
+    """Whether `command` is one removal of the files it names."""
+    plain = _SHRUG.sub("", command)
+    if any(sep in plain for sep in ("&", ";", "|", "\n", "`", "$(")):
+        return False
+    words = plain.split()
+    if not words:
+        return False
+    if words[0] == "git":
+        return len(words) > 1 and words[1] == "rm" and "--cached" not in words
+    return words[0] in _REMOVERS
 
 
 def command_of(args: dict[str, Any]) -> str | None:

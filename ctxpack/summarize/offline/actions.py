@@ -25,7 +25,17 @@ from ctxpack.tooloutput import (
     test_summary,
 )
 from ctxpack.toolpairs import ToolUse, parse_arguments
-from ctxpack.tools import PATH_KEYS, PATTERN_KEYS, Family, command_of, creates_file, family_of
+from ctxpack.tools import (
+    DELETE_TOOLS,
+    PATH_KEYS,
+    PATTERN_KEYS,
+    Family,
+    base_name,
+    command_of,
+    creates_file,
+    family_of,
+    removes_files,
+)
 from ctxpack.transcript import Message
 
 # What the summary calls each family's action; a write is an edit or a creation.
@@ -49,6 +59,8 @@ VERBS = {
 }
 # Commands whose path arguments are only looked at.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
+# A file's mark when the last thing done to it took it away.
+REMOVED = "removed"
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
@@ -232,7 +244,7 @@ def make_action(
         else None
     )
     pending = not outputs or running
-    mark = _mark(kind, command, failed)
+    mark = _mark(kind, command, failed, deletes=base_name(name) in DELETE_TOOLS)
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
@@ -335,13 +347,19 @@ def settle(action: Action, *, seen: Collection[str]) -> Action:
     return action
 
 
-def _mark(kind: str, command: str | None, failed: bool) -> str:
+def _mark(kind: str, command: str | None, failed: bool, *, deletes: bool = False) -> str:
     if kind == "run":
         words = command.split() if command else []
         reader = bool(words) and words[0] in _READERS and "-i" not in words
-        return "read" if reader and not failed else ""
+        if failed:
+            return ""
+        if command and removes_files(command):
+            return REMOVED
+        return "read" if reader else ""
     if failed:
         return f"{kind} failed"
+    if deletes:
+        return REMOVED
     return {"read": "read", "edit": "edited", "create": "created"}.get(kind, "")
 
 

@@ -8,10 +8,12 @@ import re
 
 from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
+from ctxpack.summarize.offline.actions import REMOVED
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.scan import Scan
 
-MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed")
+# A removal is the file's state now: it is said last.
+MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed", REMOVED)
 MENTIONED = "mentioned"
 _FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
 

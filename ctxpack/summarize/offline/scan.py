@@ -10,7 +10,7 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
-from ctxpack.summarize.offline.actions import Action, make_action, settle
+from ctxpack.summarize.offline.actions import REMOVED, Action, make_action, settle
 from ctxpack.summarize.offline.said import (
     MAX_ASK,
     MAX_QUOTE,
@@ -232,6 +232,9 @@ def _add_action(result: Scan, action: Action) -> Action:
     for path in action.paths:
         result.file_touch[path] = action.index
         marks = result.file_marks.setdefault(path, [])
+        # A file stays removed until something done to it since succeeds.
+        if REMOVED in marks and action.mark != REMOVED and not action.failed:
+            marks.remove(REMOVED)
         if action.mark and action.mark not in marks:
             marks.append(action.mark)
     prev = result.actions[-1] if result.actions else None

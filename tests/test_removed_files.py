@@ -1,0 +1,132 @@
+"""A file the agent removed is listed as removed, for as long as nothing done
+to it since brought it back; a removal chained to other commands is not read
+as the file's last state. The rule (tools.removes_files) is one, whether the
+record is written at once or updated round after round."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxpack import formats, markers
+from ctxpack.align.budget import Budget
+from ctxpack.cli import app
+from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+from ctxpack.summarize.offline.summarizer import OfflineSummarizer
+from ctxpack.summarize.protocol import SummaryRequest
+from ctxpack.summarize.template import parse
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.tools import removes_files
+from ctxpack.transcript import Message
+from tests.builders import call, result
+from tests.conftest import SHARED
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+# The user had the agent copy themes in, try them and delete them again.
+PI_REMOVED = [
+    "- ~/.pi/agent/themes/custom.json — removed",
+    "- ~/.pi/agent/themes/nord.json — edited, read, removed",
+    "- ~/.pi/agent/themes/test.json — removed",
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "removes"),
+    [
+        ("rm ~/.pi/agent/themes/nord.json", True),
+        ("rm -f a.txt b/c.py", True),
+        ("rm -f a.txt 2>/dev/null || true", True),
+        ("rm -rf build/ || :", True),
+        ("git rm src/old.py", True),
+        ("unlink run/app.sock", True),
+        ("rmdir empty/", True),
+        # Keeps the file on disk: only the index forgets it.
+        ("git rm --cached src/old.py", False),
+        # Made again at once.
+        ("cd /tmp && rm -rf skills && git clone https://example.com/skills.git", False),
+        ("rm out.txt; make out.txt", False),
+        ("rm -f $(find . -name '*.pyc')", False),
+        ("find . -name '*.pyc' | xargs rm", False),
+        ("rmate notes.txt", False),
+        ("git rmx", False),
+        ("", False),
+    ],
+)
+def test_a_command_that_only_removes_files(command: str, removes: bool) -> None:
+    assert removes_files(command) is removes
+
+
+def _files(middle: list[Message], *, previous: str | None = None) -> list[str]:
+    request = SummaryRequest(middle=middle, budget_tokens=2000, previous_summary=previous)
+    text = OfflineSummarizer().summarize(request, counter=TokenCounter()).text
+    return parse(text)["Relevant Files"]
+
+
+def _turn(call_id: str, name: str, args: dict[str, str], out: str = "ok") -> list[Message]:
+    return [call(call_id, name, args), result(call_id, out)]
+
+
+WRITE = _turn("c1", "write", {"file_path": "notes.md", "content": "# notes"}, "File created")
+EDIT = _turn("c2", "edit", {"file_path": "notes.md", "old_string": "#", "new_string": "##"})
+REMOVE = _turn("c3", "bash", {"command": "rm notes.md"}, "")
+READ_GONE = [
+    call("c4", "read", {"file_path": "notes.md"}),
+    result("c4", "Error: ENOENT: no such file or directory, open 'notes.md'", is_error=True),
+]
+WRITE_AGAIN = _turn("c5", "write", {"file_path": "notes.md", "content": "# new"}, "File created")
+
+
+@pytest.mark.parametrize(
+    ("turns", "item"),
+    [
+        ([*WRITE, *EDIT, *REMOVE], "- notes.md — created, edited, removed"),
+        # A failed read of the removed file does not bring it back.
+        ([*WRITE, *REMOVE, *READ_GONE], "- notes.md — created, read failed, removed"),
+        ([*WRITE, *REMOVE, *WRITE_AGAIN], "- notes.md — created"),
+        (_turn("c6", "delete_file", {"path": "notes.md"}), "- notes.md — removed"),
+        (_turn("c7", "bash", {"command": "git rm --cached notes.md"}), "- notes.md — mentioned"),
+    ],
+)
+def test_a_file_is_removed_while_nothing_done_since_brought_it_back(
+    turns: list[Message], item: str
+) -> None:
+    assert _files(turns) == [item]
+
+
+def test_an_update_keeps_a_removal_until_the_new_turns_bring_the_file_back() -> None:
+    earlier = OfflineSummarizer().summarize(
+        SummaryRequest(middle=[*WRITE, *REMOVE], budget_tokens=2000), counter=TokenCounter()
+    )
+    assert parse(earlier.text)["Relevant Files"] == ["- notes.md — created, removed"]
+    unrelated = _turn("c8", "bash", {"command": "ls docs/"}, "a.md")
+    assert "- notes.md — created, removed" in _files(unrelated, previous=earlier.text)
+    assert _files(WRITE_AGAIN, previous=earlier.text) == ["- notes.md — created"]
+    edited = OfflineSummarizer().summarize(
+        SummaryRequest(middle=[*WRITE, *EDIT], budget_tokens=2000), counter=TokenCounter()
+    )
+    assert _files(REMOVE, previous=edited.text) == ["- notes.md — created, edited, removed"]
+
+
+def _record(messages: list[Message]) -> list[str]:
+    body = next(markers.summary_body(msg) for msg in messages if markers.is_summary(msg))
+    return parse(body)["Relevant Files"]
+
+
+def test_the_pi_themes_the_agent_deleted_are_listed_as_removed() -> None:
+    messages = formats.read(PI_LARGE.read_bytes(), path=str(PI_LARGE)).sessions[0].messages
+    settings = CompressSettings(budget=Budget(context_length=32000), force=True)
+    compacted, _ = compress_messages(messages, counter=TokenCounter(), settings=settings)
+    files = _record(compacted)
+    assert [item for item in files if "removed" in item] == PI_REMOVED
+
+
+def test_the_cli_lists_the_pi_themes_the_agent_deleted_as_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--context-length", "32000", str(PI_LARGE)]
+    args += ["-o", str(out), "--archive", str(tmp_path / "a.db")]
+    run = CliRunner().invoke(app, args)
+    assert run.exit_code == 0, run.output
+    messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    assert [item for item in _record(messages) if "removed" in item] == PI_REMOVED
