@@ -88,7 +88,7 @@ PATH_LIKE_KEYS = (
 COMMAND_KEYS = ("command", "cmd", "script")
 PATTERN_KEYS = ("pattern", "search_term", "regex", "query", "file_name", "q", "glob")
 _WHERE_KEYS = ("path", "dir", "directory", "file", "cwd")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _MOVE_TO = re.compile(r"^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 _SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powershell", "cmd"})
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
@@ -197,9 +197,35 @@ def _join_argv(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
+def patch_of(name: str, args: dict[str, Any], raw: str) -> str:
+    """The patch text a write's call carries ("" when it carries none): its
+    "patch" or "input" argument, or the whole of a bare `apply_patch` call."""
+    patch = args.get("patch", args.get("input"))
+    if isinstance(patch, str):
+        return patch
+    return raw if base_name(name) in ("apply_patch", "patch") and not args else ""
+
+
 def patched_files(patch: str) -> list[str]:
     """The files an `apply_patch` text adds, updates or deletes."""
-    return [found.strip() for found in _PATCH_FILE.findall(patch)]
+    return [found.group(2).strip() for found in _PATCH_FILE.finditer(patch)]
+
+
+def patch_changes(patch: str) -> list[tuple[str, str]]:
+    """Each file an `apply_patch` text changes, in its order, with how: "add",
+    "update" or "delete". A file it moves ("*** Move to:") is deleted under
+    its old name and added under the new one."""
+    headers = list(_PATCH_FILE.finditer(patch))
+    changes: list[tuple[str, str]] = []
+    for at, found in enumerate(headers):
+        how, path = found.group(1).lower(), found.group(2).strip()
+        end = headers[at + 1].start() if at + 1 < len(headers) else len(patch)
+        moved = _MOVE_TO.search(patch, found.end(), end) if how == "update" else None
+        if moved is not None:
+            changes += [(path, "delete"), (moved.group(1), "add")]
+        else:
+            changes.append((path, how))
+    return changes
 
 
 def one_line(text: str, limit: int = LABEL_CHARS) -> str:
@@ -318,9 +344,7 @@ def _write(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
     path = _path(args)
     if path:
         paths.append(path)
-    patch = args.get("patch", args.get("input"))
-    if not isinstance(patch, str):
-        patch = raw if base in ("apply_patch", "patch") and not args else ""
+    patch = patch_of(base, args, raw)
     if patch:
         paths.extend(patched_files(patch))
         paths.extend(_MOVE_TO.findall(patch))

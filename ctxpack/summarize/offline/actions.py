@@ -4,7 +4,7 @@ and what came of it (exit code, test counts, first error line)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -34,6 +34,8 @@ from ctxpack.tools import (
     command_of,
     creates_file,
     family_of,
+    patch_changes,
+    patch_of,
     removes_files,
 )
 from ctxpack.transcript import Message
@@ -61,6 +63,8 @@ VERBS = {
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
 # A file's mark when the last thing done to it took it away.
 REMOVED = "removed"
+# The mark of each way a patch changes a file (tools.patch_changes).
+_PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
@@ -91,6 +95,14 @@ class Action:
     answered: bool = True
     # Failed because the user stopped it: nothing to resolve.
     aborted: bool = False
+    # Each file of a call that changes several files each its own way (a
+    # patch that adds one and deletes another), with its mark; when empty,
+    # every one of `paths` takes `mark`.
+    file_marks: tuple[tuple[str, str], ...] = ()
+
+    def marked_paths(self) -> Iterable[tuple[str, str]]:
+        """Each of the action's files with what it did to it."""
+        return self.file_marks or [(path, self.mark) for path in self.paths]
 
     def plain(self) -> tuple[Any, ...]:
         """The action as plain data (marshal carries it): Action(*plain)."""
@@ -231,6 +243,8 @@ def make_action(
     paths = [path] if path else []
     if kind == "run" and command:
         paths = paths_in_command(command)
+    patch = patch_of(name, args, use.arguments) if kind in ("edit", "create") else ""
+    changes = patch_changes(patch) if patch else []
     flagged = any(result_flagged_error(o) for o in outputs)
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
@@ -245,6 +259,9 @@ def make_action(
     )
     pending = not outputs or running
     mark = _mark(kind, command, failed, deletes=base_name(name) in DELETE_TOOLS)
+    file_marks = tuple((file, mark if failed else _PATCHED[how]) for file, how in changes)
+    if file_marks:
+        paths = list(dict.fromkeys(file for file, _ in file_marks))
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
@@ -290,6 +307,7 @@ def make_action(
         maybe_edit=kind == "create" and not failed and "created" not in out.lower(),
         answered=bool(outputs),
         aborted=stopped,
+        file_marks=file_marks,
     )
     return action if seen is None else settle(action, seen=seen)
 

@@ -229,14 +229,14 @@ def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
 
 
 def _add_action(result: Scan, action: Action) -> Action:
-    for path in action.paths:
+    for path, mark in action.marked_paths():
         result.file_touch[path] = action.index
         marks = result.file_marks.setdefault(path, [])
         # A file stays removed until something done to it since succeeds.
-        if REMOVED in marks and action.mark != REMOVED and not action.failed:
+        if REMOVED in marks and mark != REMOVED and not action.failed:
             marks.remove(REMOVED)
-        if action.mark and action.mark not in marks:
-            marks.append(action.mark)
+        if mark and mark not in marks:
+            marks.append(mark)
     prev = result.actions[-1] if result.actions else None
     if prev and (prev.key, prev.tool, prev.pending) == (action.key, action.tool, action.pending):
         prev.count += 1

@@ -1,10 +1,13 @@
-"""A file the agent removed is listed as removed, for as long as nothing done
-to it since brought it back; a removal chained to other commands is not read
-as the file's last state. The rule (tools.removes_files) is one, whether the
-record is written at once or updated round after round."""
+"""What the record says was done to each file. A file the agent removed is
+listed as removed, for as long as nothing done to it since brought it back;
+a removal chained to other commands is not read as the file's last state
+(tools.removes_files), whether the record is written at once or updated round
+after round. A patch that changes several files marks each by what it did to
+it (tools.patch_changes)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,10 +21,12 @@ from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tools import removes_files
+from ctxpack.tools import patch_changes, removes_files
 from ctxpack.transcript import Message
 from tests.builders import call, result
 from tests.conftest import SHARED
+
+CODEX = SHARED / "codex" / "Trezo-Ai__codex-session.jsonl"
 
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 # The user had the agent copy themes in, try them and delete them again.
@@ -130,3 +135,86 @@ def test_the_cli_lists_the_pi_themes_the_agent_deleted_as_removed(tmp_path: Path
     assert run.exit_code == 0, run.output
     messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
     assert [item for item in _record(messages) if "removed" in item] == PI_REMOVED
+
+
+PATCH = """*** Begin Patch
+*** Update File: src/a.py
+@@
+-x = 1
++x = 2
+*** Delete File: src/old.py
+*** Add File: src/new.py
++hello = 1
+*** Update File: src/m.py
+*** Move to: src/n.py
+@@
+-a = 1
++a = 2
+*** End Patch"""
+PATCHED = [
+    "- src/a.py — edited",
+    "- src/old.py — removed",
+    "- src/new.py — created",
+    "- src/m.py — removed",
+    "- src/n.py — created",
+]
+
+
+def test_a_patch_says_how_it_changes_each_file() -> None:
+    assert patch_changes(PATCH) == [
+        ("src/a.py", "update"),
+        ("src/old.py", "delete"),
+        ("src/new.py", "add"),
+        ("src/m.py", "delete"),
+        ("src/n.py", "add"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("out", "failed", "files"),
+    [
+        ("Success. Updated the following files:\nM src/a.py", False, PATCHED),
+        (
+            "apply_patch verification failed: Failed to find expected lines in src/a.py",
+            True,
+            [item.split(" — ")[0] + " — edit failed" for item in PATCHED],
+        ),
+    ],
+)
+def test_a_patch_marks_each_file_by_what_it_did_to_it(
+    out: str, failed: bool, files: list[str]
+) -> None:
+    turn = [call("p1", "apply_patch", {"input": PATCH}), result("p1", out, is_error=failed)]
+    assert _files(turn) == files
+
+
+def _with_patch(path: Path) -> bytes:
+    """The real Codex session with one patch call, as Codex logs it, after
+    the tenth command's output (in the turns a compaction summarizes)."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    outputs = [i for i, line in enumerate(lines) if b'"type":"function_call_output"' in line]
+    at = outputs[9] + 1
+    patch = [
+        {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": PATCH},
+        {"type": "custom_tool_call_output", "call_id": "p1", "output": "Success."},
+    ]
+    added = [
+        json.dumps(
+            {"timestamp": "2026-04-20T10:20:08.000Z", "type": "response_item", "payload": p}
+        ).encode()
+        + b"\n"
+        for p in patch
+    ]
+    return b"".join([*lines[:at], *added, *lines[at:]])
+
+
+def test_the_cli_marks_each_file_of_a_codex_patch(tmp_path: Path) -> None:
+    session = tmp_path / "rollout.jsonl"
+    session.write_bytes(_with_patch(CODEX))
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--context-length", "16000", str(session)]
+    run = CliRunner().invoke(app, [*args, "-o", str(out), "--archive", str(tmp_path / "a.db")])
+    assert run.exit_code == 0, run.output
+    messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    files = _record(messages)
+    assert [item for item in files if item.startswith("- src/")] == PATCHED
