@@ -155,3 +155,71 @@ def test_an_update_says_another_agents_file_note_the_user_turned_around_is_rever
         " (modified)",
         "- src/api/retry.ts - added a retry loop to the fetcher. (modified)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("state", "later", "undone"),
+    [
+        # A short verb is named by its own forms.
+        ("Added a retry loop to the fetcher.", "Don't add a retry loop to the fetcher.", True),
+        (
+            "Adding a retry loop to the fetcher.",
+            "Please stop adding retry loops to the fetcher.",
+            True,
+        ),
+        ("Put the build cache under /tmp.", "Don't put the build cache under /tmp.", True),
+        ("Putting the build cache under /tmp.", "Stop putting the build cache under /tmp.", True),
+        (
+            "Set the default region in the config.",
+            "Never set a default region in the config.",
+            True,
+        ),
+        ("Setting the default region in the config.", "Stop setting a default region.", True),
+        ("Used the staging database for the tests.", "Don't use the staging database.", True),
+        ("Uses the staging database for the tests.", "Stop using the staging database.", True),
+        # Nor by a word it opens.
+        (
+            "Updated the address of the fetcher's retry loop.",
+            "Stop adding retry loops to the fetcher.",
+            False,
+        ),
+        (
+            "Updated the address of the fetcher's retry loop.",
+            "Don't add retry loops to the fetcher.",
+            False,
+        ),
+        ("Asked the user about the staging database.", "Don't use the staging database.", False),
+        ("Asked the user about the staging database.", "Stop using the staging database.", False),
+        ("Moved the default region into the settings.", "Never set a default region.", False),
+        ("Moved the default region into the settings.", "Stop setting a default region.", False),
+        ("Ran the setup of the default region.", "Never set a default region.", False),
+    ],
+)
+def test_a_short_verb_undoes_a_state_by_its_own_forms(state: str, later: str, undone: bool) -> None:
+    assert undoes(state, later) is undone
+
+
+def test_an_update_says_the_state_a_stopped_habit_added_is_reversed(
+    counter: TokenCounter,
+) -> None:
+    previous = (
+        "[CONTEXT SUMMARY]: earlier work\n\n## Goal\n- Make the fetcher reliable\n\n"
+        "## Progress\n- Added retries to the fetcher's requests.\n"
+        "- Read the fetcher's address from the settings file.\n"
+    )
+    middle = [
+        {
+            "role": "user",
+            "content": "Please stop adding retries to the fetcher, it hides the errors.",
+        },
+        {"role": "assistant", "content": "Understood: the fetcher will fail at once."},
+    ]
+    merged = to_template(previous)
+    assert merged is not None
+    text = summarize(middle, counter, previous_summary=merged.text).text
+    assert section(text, "Historical In-Progress State") == [
+        "- The assistant's last message in these turns said: \"Understood: the fetcher will"
+        ' fail at once."',
+        "- Read the fetcher's address from the settings file.",
+        "- Earlier, since reversed: Added retries to the fetcher's requests.",
+    ]

@@ -66,29 +66,51 @@ class Denials:
 
     def __init__(self, said: Iterable[str]) -> None:
         self._by_verb: dict[str, list[Denial]] = {}
+        self._by_form: dict[str, list[Denial]] = {}
         for later in said:
             verbs = _verbs(_NEGATIVE, later)
-            if not verbs:
-                continue
-            denial = Denial(frozenset(map(stem, verbs)), _content(later))
+            if verbs:
+                self._add(Denial(frozenset(map(stem, verbs)), _content(later)), verbs)
+
+    def _add(self, denial: Denial, verbs: set[str]) -> None:
+        # A habit's verb before its -ing may end in a letter it doubled there
+        # ("sett" of "setting", "committ" of "committing").
+        doubled = {
+            verb for verb in verbs if len(verb) > 2 and verb[-1] == verb[-2] and verb[:-1] in verbs
+        }
+        for verb in verbs:
             # A state's word names a verb when it opens with it, less a final
-            # "e" ("persist": "persistence"; "make": "making").
-            for verb in verbs:
-                if len(verb) > 3:
-                    self._by_verb.setdefault(verb.removesuffix("e"), []).append(denial)
+            # "e" ("persist": "persistence"; "cache": "cached"). Three letters
+            # or fewer, or a doubled end, open unrelated words too ("add":
+            # "address"; "use": "user"; "sett": "settings"): only the verb's
+            # own forms name it then. Two letters are no verb ("ad" of
+            # "adding"; "us" of "using", whose verb is "use").
+            key = verb.removesuffix("e")
+            if len(key) > 3 and key not in doubled:
+                keys, index = [key], self._by_verb
+            elif len(verb) > 2:
+                keys, index = _forms(verb), self._by_form
+            else:
+                continue
+            for name in keys:
+                found = index.setdefault(name, [])
+                if not found or found[-1] is not denial:
+                    found.append(denial)
 
     def undo(self, state: str) -> bool:
         """Whether one of them says that what the account of the state `state`
         reports done must not be: a verb it says must not be done names a word
         of the state in any of its forms ("persisted", "persistence";
-        "pushed"), and the two name something else besides."""
-        if not self._by_verb:
+        "pushed"; "added"), and the two name something else besides."""
+        if not self._by_verb and not self._by_form:
             return False
         turned: dict[int, tuple[Denial, set[str]]] = {}
         for word in (word.lower() for word in _WORD.findall(state)):
-            for end in range(3, len(word) + 1):
-                for denial in self._by_verb.get(word[:end], ()):
-                    turned.setdefault(id(denial), (denial, set()))[1].add(stem(word))
+            found = [*self._by_form.get(word, ())]
+            for end in range(4, len(word) + 1):
+                found += self._by_verb.get(word[:end], ())
+            for denial in found:
+                turned.setdefault(id(denial), (denial, set()))[1].add(stem(word))
         if not turned:
             return False
         content = _content(state)
@@ -124,6 +146,18 @@ def _verbs(pattern: re.Pattern[str], text: str) -> set[str]:
             if len(verb) > 2 and verb[-1] == verb[-2]:
                 verbs.add(verb[:-1])
     return verbs
+
+
+def _forms(verb: str) -> list[str]:
+    """The words that are the verb `verb` itself ("use": "uses", "used",
+    "using"; "set": "sets", "setting"; "add": "added")."""
+    if verb.endswith("e"):
+        return [verb, f"{verb}s", f"{verb}d", f"{verb[:-1]}ing"]
+    forms = [verb, f"{verb}s", f"{verb}es", f"{verb}ed", f"{verb}ing"]
+    forms += [f"{verb}{verb[-1]}ed", f"{verb}{verb[-1]}ing"]
+    if verb.endswith("y"):
+        forms += [f"{verb[:-1]}ies", f"{verb[:-1]}ied"]
+    return forms
 
 
 def _content(text: str) -> frozenset[str]:
