@@ -355,6 +355,42 @@ def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> No
     assert "<constraint>" not in record
 
 
+@pytest.mark.skipif(not GEMINI.is_file(), reason=f"{SHARED} is absent")
+def test_the_real_gemini_sessions_file_note_of_the_reversed_work_is_reversed(
+    tmp_path: Path,
+) -> None:
+    """The snapshot's note of the settings schema tells the persistence the
+    user turned around: it added the active team to the settings, as the
+    snapshot's state says it added persistence for team selection there. It
+    never says "persist", and reads as reversed with that state; its note of
+    another file added for the teams stands. The window holds every note."""
+    out = tmp_path / "out.jsonl"
+    args = ["compress", "--offline", "--force", "--no-archive", "--context-length", "400000"]
+    result = CliRunner().invoke(app, [*args, str(GEMINI), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
+    [record] = [markers.summary_body(msg) for msg in messages if markers.is_summary(msg)]
+    assert (
+        "- Earlier, since reversed: Added persistence for team selection in workspace"
+        " settings." in _section(record, "Historical In-Progress State")
+    )
+    assert _section(record, "Relevant Files")[-7:] == [
+        "- `packages/core/src/services/modelConfigService.ts`: Added"
+        " `unregisterRuntimeModelOverridesByScope` to ensure clean state when deactivating"
+        " teams.",
+        "- `packages/cli/src/ui/components/TeamCreatorWizard.tsx`: Implemented a 5-step wizard"
+        " with standardized brand iconography, field validation, `Tab/Shift+Tab` field"
+        " switching, dual-mode roster selection, and `Ctrl+X` external editor support.",
+        "- `packages/cli/src/ui/commands/teamCommand.ts`: Created a new slash command for easy"
+        " team selection and creation.",
+        "- packages/cli/src/ui/commands/teamCommand.ts - /team management. (created)",
+        "- packages/cli/src/ui/components/TeamCreatorWizard.tsx - Guided creation UI. (created)",
+        "- Earlier, since reversed: packages/cli/src/config/settingsSchema.ts - added"
+        " 'activeTeam' to general settings. (modified)",
+        "- packages/core/src/utils/events.ts - added ActiveTeamChanged event. (modified)",
+    ]
+
+
 def test_our_own_record_is_left_as_it_is() -> None:
     ours = render({heading: [f"- {heading} item"] for heading in HEADINGS})
     assert to_template(ours) is None

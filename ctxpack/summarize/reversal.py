@@ -10,7 +10,9 @@ a later rule may be an exception to it as well as its end.
 
 An earlier account of the state is turned around the same way when the user
 later says that what it reports done must not be ("Added persistence for team
-selection", then "agent teams shouldn't persist"): it is no current state."""
+selection", then "agent teams shouldn't persist"): it is no current state,
+nor is another account of the same deed (another agent's note of the file
+it added that persistence to: Denials.deeds)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ _POSITIVE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z][\w'-]*")
+# The deed an account of the state opens with, less its -ed or -ing ("Added
+# …", "Persisting …").
+_DEED = re.compile(r"([a-z]+?)(?:ed|ing)\b", re.IGNORECASE)
 
 
 def reverses(earlier: str, later: str) -> bool:
@@ -72,6 +77,26 @@ class Denials:
             if verbs:
                 self._add(Denial(frozenset(map(stem, verbs)), _content(later)), verbs)
 
+    def deeds(self, states: Iterable[str]) -> Denials:
+        """The deeds the accounts of the state `states` open with, each read as
+        one that must not be done: where the user turned those accounts
+        around, another account of the same deed, about something they both
+        name, is turned around with them, though it never names what the user
+        denied ("Added persistence for team selection in workspace settings";
+        "settingsSchema.ts - added 'activeTeam' to general settings"). What
+        the user's words named is no such thing: all the work on it names it
+        ("team")."""
+        deeds = Denials(())
+        for state in states:
+            found = _DEED.match(state)
+            if found:
+                verbs = _bases(found.group(1).lower())
+                content = _content(state).difference(
+                    *(denial.content for denial in self._undoing(state))
+                )
+                deeds._add(Denial(frozenset(map(stem, verbs)), content), verbs)
+        return deeds
+
     def _add(self, denial: Denial, verbs: set[str]) -> None:
         # A habit's verb before its -ing may end in a letter it doubled there
         # ("sett" of "setting", "committ" of "committing").
@@ -102,8 +127,12 @@ class Denials:
         reports done must not be: a verb it says must not be done names a word
         of the state in any of its forms ("persisted", "persistence";
         "pushed"; "added"), and the two name something else besides."""
+        return bool(self._undoing(state))
+
+    def _undoing(self, state: str) -> list[Denial]:
+        """The denials that undo the account of the state `state` (undo)."""
         if not self._by_verb and not self._by_form:
-            return False
+            return []
         turned: dict[int, tuple[Denial, set[str]]] = {}
         for word in (word.lower() for word in _WORD.findall(state)):
             found = [*self._by_form.get(word, ())]
@@ -112,11 +141,13 @@ class Denials:
             for denial in found:
                 turned.setdefault(id(denial), (denial, set()))[1].add(stem(word))
         if not turned:
-            return False
+            return []
         content = _content(state)
-        return any(
-            (content & denial.content) - words - denial.stems for denial, words in turned.values()
-        )
+        return [
+            denial
+            for denial, words in turned.values()
+            if (content & denial.content) - words - denial.stems
+        ]
 
 
 def undoes(state: str, later: str) -> bool:
@@ -135,17 +166,24 @@ def _turned(one: re.Pattern[str], earlier: str, other: re.Pattern[str], later: s
 
 def _verbs(pattern: re.Pattern[str], text: str) -> set[str]:
     """The verbs `pattern` reads in `text`, lowercased. A habit's verb comes
-    without its -ing, so in each form the verb may have ("mak": "make";
-    "committ": "commit")."""
+    without its -ing, so in each form the verb may have (_bases)."""
     verbs: set[str] = set()
     for found in pattern.finditer(text):
         verb = found.group(found.lastindex or 0).lower()
-        verbs.add(verb)
         if found.lastindex == _HABIT and pattern is _NEGATIVE:
-            verbs.add(f"{verb}e")
-            if len(verb) > 2 and verb[-1] == verb[-2]:
-                verbs.add(verb[:-1])
+            verbs |= _bases(verb)
+        else:
+            verbs.add(verb)
     return verbs
+
+
+def _bases(verb: str) -> set[str]:
+    """The forms a verb that lost its -ing or -ed may have had ("mak": "make";
+    "committ": "commit")."""
+    bases = {verb, f"{verb}e"}
+    if len(verb) > 2 and verb[-1] == verb[-2]:
+        bases.add(verb[:-1])
+    return bases
 
 
 def _forms(verb: str) -> list[str]:

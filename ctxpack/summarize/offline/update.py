@@ -245,7 +245,9 @@ def merge_previous(
     merged["Historical Pending User Asks"] = unique(
         new["Historical Pending User Asks"], _old(pending_old)
     )
-    merged["Relevant Files"] = _files(old["Relevant Files"], new["Relevant Files"], denied)
+    merged["Relevant Files"] = _files(
+        old["Relevant Files"], new["Relevant Files"], denied, denied.deeds(map(_state, turned))
+    )
     merged["Historical Remaining Work"] = unique(
         new["Historical Remaining Work"], _old(old["Historical Remaining Work"])
     )
@@ -270,6 +272,11 @@ def _reversed_by(text: str, denied: Denials) -> bool:
     (`denied`) made it, one the user turned around."""
     state = item_text(text).removeprefix(EARLIER_STATE)
     return state.startswith(REVERSED_STATE) or denied.undo(state)
+
+
+def _state(text: str) -> str:
+    """What the earlier state item `text` says, less how the record marked it."""
+    return item_text(text).removeprefix(EARLIER_STATE).removeprefix(REVERSED_STATE)
 
 
 def _as_reversed(text: str) -> str:
@@ -357,18 +364,21 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
     return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
-def _files(old: list[str], new: list[Item], denied: Denials) -> list[Item]:
+def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) -> list[Item]:
     """The files of both, their marks merged; a note in other words (another
     agent's of what it did to a file) is an account of the state: where the
-    user's words since (`denied`) turned it around, it says so (the file
-    stays listed)."""
+    user's words since (`denied`) turned it around, or it tells the same deed
+    as an account of the state they turned around (`turned`), it says so (the
+    file stays listed)."""
     marks: dict[str, list[str]] = {}
     opaque: list[Item] = []
     earlier = len(new)
     for at, text in enumerate([item.text for item in new] + old):
         read = file_item(text)
         if read is None:
-            reversed_ = at >= earlier and _reversed_by(text, denied)
+            reversed_ = at >= earlier and (
+                _reversed_by(text, denied) or turned.undo(item_text(text))
+            )
             opaque.append(Item(_as_reversed(text) if reversed_ else text))
             continue
         found = marks.setdefault(read[0], [])
