@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ctxpack.filechanges import patch_targets
 from ctxpack.toolpairs import parse_arguments
 
 # Our own truncation mark (see argshrink); a value carrying it is not the original.
@@ -88,8 +89,6 @@ PATH_LIKE_KEYS = (
 COMMAND_KEYS = ("command", "cmd", "script")
 PATTERN_KEYS = ("pattern", "search_term", "regex", "query", "file_name", "q", "glob")
 _WHERE_KEYS = ("path", "dir", "directory", "file", "cwd")
-_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTILINE)
-_MOVE_TO = re.compile(r"^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 _SHELLS = frozenset({"bash", "sh", "zsh", "fish", "dash", "ksh", "pwsh", "powershell", "cmd"})
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-cl", "/c", "-Command", "-command"})
 # Pipes and redirections that only trim or merge what a command prints.
@@ -153,27 +152,6 @@ def creates_file(name: str, args: dict[str, Any]) -> bool:
     return base in CREATE_TOOLS
 
 
-# A command that only removes files: rm, unlink, rmdir or `git rm` (not
-# --cached, which keeps the file), with nothing run after it but a shrug
-# (`|| true`). A removal chained to more commands is not read as the
-# file's last state: `rm -rf skills && git clone …/skills.git` makes it again.
-_REMOVERS = frozenset({"rm", "unlink", "rmdir"})
-_SHRUG = re.compile(r"\s*\|\|\s*(?:true|:)\s*$")
-
-
-def removes_files(command: str) -> bool:
-    """Whether `command` is one removal of the files it names."""
-    plain = _SHRUG.sub("", command)
-    if any(sep in plain for sep in ("&", ";", "|", "\n", "`", "$(")):
-        return False
-    words = plain.split()
-    if not words:
-        return False
-    if words[0] == "git":
-        return len(words) > 1 and words[1] == "rm" and "--cached" not in words
-    return words[0] in _REMOVERS
-
-
 def command_of(args: dict[str, Any]) -> str | None:
     """The shell command a call's arguments hold, kept whole (multi-line included)."""
     for key in COMMAND_KEYS:
@@ -204,28 +182,6 @@ def patch_of(name: str, args: dict[str, Any], raw: str) -> str:
     if isinstance(patch, str):
         return patch
     return raw if base_name(name) in ("apply_patch", "patch") and not args else ""
-
-
-def patched_files(patch: str) -> list[str]:
-    """The files an `apply_patch` text adds, updates or deletes."""
-    return [found.group(2).strip() for found in _PATCH_FILE.finditer(patch)]
-
-
-def patch_changes(patch: str) -> list[tuple[str, str]]:
-    """Each file an `apply_patch` text changes, in its order, with how: "add",
-    "update" or "delete". A file it moves ("*** Move to:") is deleted under
-    its old name and added under the new one."""
-    headers = list(_PATCH_FILE.finditer(patch))
-    changes: list[tuple[str, str]] = []
-    for at, found in enumerate(headers):
-        how, path = found.group(1).lower(), found.group(2).strip()
-        end = headers[at + 1].start() if at + 1 < len(headers) else len(patch)
-        moved = _MOVE_TO.search(patch, found.end(), end) if how == "update" else None
-        if moved is not None:
-            changes += [(path, "delete"), (moved.group(1), "add")]
-        else:
-            changes.append((path, how))
-    return changes
 
 
 def one_line(text: str, limit: int = LABEL_CHARS) -> str:
@@ -346,8 +302,7 @@ def _write(shown: str, base: str, args: dict[str, Any], raw: str) -> CallInfo:
         paths.append(path)
     patch = patch_of(base, args, raw)
     if patch:
-        paths.extend(patched_files(patch))
-        paths.extend(_MOVE_TO.findall(patch))
+        paths.extend(patch_targets(patch))
     edits = args.get("edits")
     suffix = f" ({len(edits)} edits)" if isinstance(edits, list) and len(edits) > 1 else ""
     shown_paths = ", ".join(short_path(p, 60) for p in paths[:2])

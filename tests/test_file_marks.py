@@ -1,9 +1,11 @@
 """What the record says was done to each file. A file the agent removed is
 listed as removed, for as long as nothing done to it since brought it back;
 a removal chained to other commands is not read as the file's last state
-(tools.removes_files), whether the record is written at once or updated round
+(filechanges.removes_files), whether the record is written at once or updated round
 after round. A patch that changes several files marks each by what it did to
-it (tools.patch_changes)."""
+it (filechanges.patch_changes), and a command that writes a file through the shell
+(`cat > f.py << 'EOF'`, `cp a b`) made it, though its program only reads,
+and `sed -i` edited its files (filechanges.shell_writes)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ from typer.testing import CliRunner
 from ctxpack import formats, markers
 from ctxpack.align.budget import Budget
 from ctxpack.cli import app
+from ctxpack.filechanges import patch_changes, removes_files, shell_writes
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.protocol import SummaryRequest
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
-from ctxpack.tools import patch_changes, removes_files
 from ctxpack.transcript import Message
 from tests.builders import call, result
 from tests.conftest import SHARED
@@ -29,11 +31,18 @@ from tests.conftest import SHARED
 CODEX = SHARED / "codex" / "Trezo-Ai__codex-session.jsonl"
 
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
-# The user had the agent copy themes in, try them and delete them again.
+# The user had the agent copy themes in (`cp`), try them and delete them again.
 PI_REMOVED = [
-    "- ~/.pi/agent/themes/custom.json — removed",
-    "- ~/.pi/agent/themes/nord.json — edited, read, removed",
-    "- ~/.pi/agent/themes/test.json — removed",
+    "- ~/.pi/agent/themes/custom.json — created, removed",
+    "- ~/.pi/agent/themes/nord.json — created, edited, read, removed",
+    "- ~/.pi/agent/themes/test.json — created, removed",
+]
+# Scripts the agent wrote with `cat > /tmp/… << 'EOF'`.
+PI_WRITTEN = [
+    "- /tmp/fix_markdown3.py — created",
+    "- /tmp/fix_markdown2.py — created",
+    "- /tmp/fix_markdown.py — created",
+    "- /tmp/fix-markdown.sed — created",
 ]
 
 
@@ -63,6 +72,37 @@ def test_a_command_that_only_removes_files(command: str, removes: bool) -> None:
     assert removes_files(command) is removes
 
 
+@pytest.mark.parametrize(
+    ("command", "writes"),
+    [
+        ("cat > /tmp/fix.py << 'EOF'\nif a > b:\n    pass\nEOF", [("/tmp/fix.py", "write")]),
+        ("cd pkg && cat > /tmp/fix.sed << 'EOF'\ns/a/b/\nEOF", [("/tmp/fix.sed", "write")]),
+        ("echo done >> notes.md", [("notes.md", "edit")]),
+        ("grep -n TODO src/a.py>todo.txt", [("todo.txt", "write")]),
+        ("python run.py > out.log 2>&1", [("out.log", "write")]),
+        ('echo "a > b" > c.txt', [("c.txt", "write")]),
+        ("make 2> errors.txt", []),
+        ("make &> build.log", []),
+        ("echo oops >&2", []),
+        ("ls > /dev/null", []),
+        ("python -c 'print(1 > 0)'", []),
+        ("cat src/a.py", []),
+        (
+            "sed -i '' 's/new Editor()/new Editor(defaultEditorTheme)/g' packages/tui/test/e.ts",
+            [("packages/tui/test/e.ts", "edit")],
+        ),
+        ("sed -i.bak -e s/a/b/ -e s/c/d/ x.txt y.txt", [("x.txt", "edit"), ("y.txt", "edit")]),
+        ("sed -n 1,20p a.txt", []),
+        ("mkdir -p themes && cp src/dark.json themes/nord.json", [("themes/nord.json", "write")]),
+        ("cp -r a b dir/", []),
+    ],
+)
+def test_a_command_writes_the_files_it_redirects_into(
+    command: str, writes: list[tuple[str, str]]
+) -> None:
+    assert shell_writes(command) == writes
+
+
 def _files(middle: list[Message], *, previous: str | None = None) -> list[str]:
     request = SummaryRequest(middle=middle, budget_tokens=2000, previous_summary=previous)
     text = OfflineSummarizer().summarize(request, counter=TokenCounter()).text
@@ -80,6 +120,7 @@ READ_GONE = [
     call("c4", "read", {"file_path": "notes.md"}),
     result("c4", "Error: ENOENT: no such file or directory, open 'notes.md'", is_error=True),
 ]
+WRITTEN = "- notes.md — created"
 WRITE_AGAIN = _turn("c5", "write", {"file_path": "notes.md", "content": "# new"}, "File created")
 
 
@@ -92,6 +133,9 @@ WRITE_AGAIN = _turn("c5", "write", {"file_path": "notes.md", "content": "# new"}
         ([*WRITE, *REMOVE, *WRITE_AGAIN], "- notes.md — created"),
         (_turn("c6", "delete_file", {"path": "notes.md"}), "- notes.md — removed"),
         (_turn("c7", "bash", {"command": "git rm --cached notes.md"}), "- notes.md — mentioned"),
+        (_turn("c9", "bash", {"command": "cat > notes.md << 'EOF'\n# notes\nEOF"}), WRITTEN),
+        (_turn("c9", "bash", {"command": "echo '- more' >> notes.md"}), "- notes.md — edited"),
+        ([*WRITE, *REMOVE, *_turn("c9", "bash", {"command": "echo x > notes.md"})], WRITTEN),
     ],
 )
 def test_a_file_is_removed_while_nothing_done_since_brought_it_back(
@@ -125,6 +169,7 @@ def test_the_pi_themes_the_agent_deleted_are_listed_as_removed() -> None:
     compacted, _ = compress_messages(messages, counter=TokenCounter(), settings=settings)
     files = _record(compacted)
     assert [item for item in files if "removed" in item] == PI_REMOVED
+    assert [item for item in files if "/tmp/fix" in item] == PI_WRITTEN
 
 
 def test_the_cli_lists_the_pi_themes_the_agent_deleted_as_removed(tmp_path: Path) -> None:
@@ -134,7 +179,9 @@ def test_the_cli_lists_the_pi_themes_the_agent_deleted_as_removed(tmp_path: Path
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     messages = formats.read(out.read_bytes(), path=str(out)).sessions[0].messages
-    assert [item for item in _record(messages) if "removed" in item] == PI_REMOVED
+    files = _record(messages)
+    assert [item for item in files if "removed" in item] == PI_REMOVED
+    assert [item for item in files if "/tmp/fix" in item] == PI_WRITTEN
 
 
 PATCH = """*** Begin Patch

@@ -289,15 +289,15 @@ def test_a_second_round_counts_on_what_the_first_had_no_room_for(
     assert second == {
         "Constraints & Preferences": 7,
         # What this round had no room for, and what the first left out.
-        "Completed Actions": 133 + 164,
+        "Completed Actions": 134 + 164,
         "Key Decisions": 4 + 6,
         "Resolved Questions": 10 + 5,
-        "Relevant Files": 26 + 20,
+        "Relevant Files": 25 + 20,
         "Critical Context": 3 + 3,
         LEDGER_HEADING: 50 + 12,
         # And 16 the first record's action and file lines named (8 paths, 8
         # commands): this one shows those lines no more, nor has room for them.
-        PRESERVED_FACTS_HEADING: 62 + 77 + 16,
+        PRESERVED_FACTS_HEADING: 59 + 77 + 16,
     }
 
 

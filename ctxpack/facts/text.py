@@ -16,8 +16,9 @@ from typing import Any
 from ctxpack.facts.match import byte_view, collapse, dedupe, folded
 from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
 from ctxpack.facts.sentence import sentences
+from ctxpack.filechanges import patched_files
 from ctxpack.refs import REF_PREFIX
-from ctxpack.tools import PATH_LIKE_KEYS, command_of, patched_files
+from ctxpack.tools import PATH_LIKE_KEYS, command_of
 
 _URL_TRAIL = ".,;:!?*_"
 

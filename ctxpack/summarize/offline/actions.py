@@ -12,6 +12,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
+from ctxpack.filechanges import patch_changes, removes_files, shell_writes
 from ctxpack.printed import found_count, json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import ANSWERED, QUIET, ending_said, is_pruned, quoted_error, shortened
@@ -34,9 +35,7 @@ from ctxpack.tools import (
     command_of,
     creates_file,
     family_of,
-    patch_changes,
     patch_of,
-    removes_files,
 )
 from ctxpack.transcript import Message
 
@@ -63,8 +62,10 @@ VERBS = {
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
 # A file's mark when the last thing done to it took it away.
 REMOVED = "removed"
-# The mark of each way a patch changes a file (tools.patch_changes).
+# The mark of each way a patch changes a file (filechanges.patch_changes).
 _PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
+# The mark of each way a shell redirection writes a file (filechanges.shell_writes).
+_WRITTEN = {"write": "created", "edit": "edited"}
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
@@ -262,6 +263,11 @@ def make_action(
     file_marks = tuple((file, mark if failed else _PATCHED[how]) for file, how in changes)
     if file_marks:
         paths = list(dict.fromkeys(file for file, _ in file_marks))
+    elif kind == "run" and command and not failed:
+        # `cat > f.py << 'EOF'` writes f.py: its reader's mark is not f.py's.
+        written = dict(shell_writes(command))
+        if any(path in written for path in paths):
+            file_marks = tuple((path, _WRITTEN.get(written.get(path, ""), mark)) for path in paths)
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
