@@ -469,7 +469,8 @@ def test_update_drops_failures_a_later_run_fixed(counter: TokenCounter) -> None:
     assert section(updated, "Blocked") == []
     notes = [i for i in section(updated, "Historical In-Progress State") if "last message" in i]
     assert notes == [
-        '- The assistant\'s last message in these turns said: "Perfect! All 83 tests are passing."'
+        "- The assistant's last message in these turns said:"
+        ' "Perfect! All 83 tests are passing." (action 27 followed)'
     ]
     assert max(numbers(updated)) == max(numbers(first)) + len(
         [a for a in section(summarize(part_b, counter).text, "Completed Actions")]

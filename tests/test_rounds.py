@@ -131,7 +131,7 @@ def test_a_command_the_first_record_shows_only_as_an_action_is_a_fact_of_the_sec
             if markers.is_summary(msg)
         )
     )
-    assert left_out(record)[PRESERVED_FACTS_HEADING] == 18
+    assert left_out(record)[PRESERVED_FACTS_HEADING] == 19
 
 
 @pytest.mark.parametrize(
@@ -331,17 +331,21 @@ def test_an_update_grows_into_the_room_its_facts_leave(monkeypatch: pytest.Monke
     fitted = _record(_update(16_000, 32_000, 150)[0]).splitlines()
     added = [line for line in grown if line not in fitted]
     # The facts the first record's actions named take only the room left
-    # last: beside the grown record, a shorter one of them than beside the
-    # fitted one; the other 7 are counted (77 + 7) in both.
+    # last: beside the grown record none of them fits, where one does beside
+    # the fitted one; the 8 are counted (77 + 8).
     assert added == [
         '- The user said: "no, the block should stay as is"',
-        '- Command: `sleep 5 && echo "Done sleeping"`',
+        "- truncatedtext.ts — mentioned",
+        "- (+20 more)",
+        "- (+85 more facts not shown)",
     ]
     assert [line for line in fitted if line not in grown] == [
         "- (+1 more)",
+        "- (+21 more)",
         '- Command: `grep "cyan" packages/coding-agent/src/theme/dark.json`',
+        "- (+84 more facts not shown)",
     ]
-    assert left_out("\n".join(grown))[PRESERVED_FACTS_HEADING] == 77 + 7
+    assert left_out("\n".join(grown))[PRESERVED_FACTS_HEADING] == 77 + 8
 
 
 def test_the_facts_beside_a_grown_record_are_read_against_the_kept_turns() -> None:

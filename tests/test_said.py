@@ -103,7 +103,7 @@ def test_the_cli_record_of_tau_bench_quotes_the_flights_line(tmp_path: Path) -> 
         " flights from New York (JFK) to Seattle (SEA) on May 20th: Flight HAT069 (Departure:"
         " 06:00 AM EST, Arrival: 12:00 PM EST, Economy Price: $121, Available Econo…; Flight"
         " HAT083 (Departure: 01:00 AM EST, Arrival: 07:00 AM EST, Economy Price: $100, Available"
-        ' Econo…"'
+        ' Econo…" (action 3 followed)'
     ]
 
 

@@ -253,6 +253,8 @@ class Said:
 
     def __init__(self) -> None:
         self.bodies: list[str] = []
+        # Where each of the bodies is in the middle.
+        self.at: list[int] = []
         self.decisions: set[str] = set()
         self.next_steps: set[str] = set()
 
@@ -345,7 +347,14 @@ def last_note(bodies: list[str]) -> str | None:
     """The first two quotable sentences of the last assistant text that has
     any; a sentence that ends in a colon ends the quote, with the list it
     announces (a block or a call it announces reads wrong out of it)."""
-    for body in reversed(bodies):
+    found = last_note_at(bodies)
+    return None if found is None else found[1]
+
+
+def last_note_at(bodies: list[str]) -> tuple[int, str] | None:
+    """last_note(bodies), and which of `bodies` it quotes."""
+    for at in range(len(bodies) - 1, -1, -1):
+        body = bodies[at]
         said: list[str] = []
         for sentence in sentences(body):
             if len(sentence) <= 2 * MAX_QUOTE:
@@ -356,5 +365,5 @@ def last_note(bodies: list[str]) -> str | None:
                 if len(said) == 2:
                     break
         if said:
-            return " ".join(said)
+            return at, " ".join(said)
     return None

@@ -18,7 +18,7 @@ from ctxpack.summarize.offline.said import (
     Replies,
     Said,
     asked,
-    last_note,
+    last_note_at,
     spoken,
 )
 from ctxpack.tokens import counter as tokens
@@ -40,6 +40,8 @@ class Scan:
     # Where the assistant said each of next_steps (its message in the middle).
     planned_at: list[int] = field(default_factory=list)
     last_note: str | None = None
+    # Where the assistant wrote last_note (its message in the middle).
+    last_note_at: int | None = None
     workdir: str | None = None
     file_marks: dict[str, list[str]] = field(default_factory=dict)
     file_touch: dict[str, int] = field(default_factory=dict)
@@ -107,6 +109,7 @@ class _Fold:
         if spoken is not None:
             result.replied = True
             said.bodies.append(self._reader.texts[at])
+            said.at.append(at)
             said.add(spoken[0], result.decisions, said.decisions)
             planned = len(result.next_steps)
             said.add(spoken[1], result.next_steps, said.next_steps)
@@ -130,7 +133,10 @@ class _Fold:
 
     def done(self) -> Scan:
         self._result.facts = self._facts.facts()
-        self._result.last_note = last_note(self._said.bodies)
+        noted = last_note_at(self._said.bodies)
+        if noted is not None:
+            self._result.last_note_at = self._said.at[noted[0]]
+            self._result.last_note = noted[1]
         return self._result
 
 

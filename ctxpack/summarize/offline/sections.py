@@ -116,7 +116,7 @@ def _sections(
             [Item(f"{n}. {action.line()}", order=n) for n, action in reversed(numbered)]
         ),
         "Active State": _active(scan, done),
-        "Historical In-Progress State": _in_progress(scan),
+        "Historical In-Progress State": _in_progress(scan, numbered),
         "Blocked": _blocked(done, scan.later_ok),
         "Key Decisions": [
             Item(f"- The assistant stated: {quote(d)}") for d in reversed(scan.decisions)
@@ -296,17 +296,22 @@ def _status(action: Action) -> str:
     return "aborted" if action.aborted else "failed" if action.failed else "ok"
 
 
-def _in_progress(scan: Scan) -> list[Item]:
+def _in_progress(scan: Scan, numbered: list[tuple[int, Action]]) -> list[Item]:
     """What was under way when the turns end: a command still running, a call
     no result answered yet. A call no result answered while later calls went
-    on (the user stopped it) never ran: it is no work in progress."""
+    on (the user stopped it) never ran: it is no work in progress. The
+    assistant's last words say which actions came after them: what they
+    announced ("Let's create the main file:") is done, not under way."""
     last_done = max((a.index for a in scan.actions if not a.pending), default=-1)
     items = []
     for action in reversed(scan.actions):
         if action.pending and (action.answered or action.index >= last_done):
             items.append(Item(f"- {action.line()}"))
     if scan.last_note:
-        items.append(Item(f"{LAST_NOTE_PREFIX} {quote(scan.last_note)}"))
+        noted = scan.last_note_at if scan.last_note_at is not None else len(scan.actions)
+        after = [n for n, action in numbered if action.index >= noted]
+        followed = _followed(after[0], after[-1]) if after else ""
+        items.append(Item(f"{LAST_NOTE_PREFIX} {quote(scan.last_note)}{followed}"))
     return items
 
 
