@@ -30,6 +30,23 @@ def record(
     return parse(OfflineSummarizer().summarize(request, counter=counter).text)
 
 
+def test_an_answer_that_only_hands_over_an_id_is_no_follow_up(counter: TokenCounter) -> None:
+    messages = session(str(TAU_BENCH), 3)
+    head, middle = messages[:4], messages[4:28]
+    assert m.text(head[1]).startswith("Hi! I need to change my flight back from Denver")
+    assert m.text(middle[1]) == "Sure, it's sofia_kim_7287."
+    assert record(head, middle, counter)["Goal"][0] == (
+        f'{THEN_ASKED}"The departure is on May 27 for the Houston to Denver trip, and I need'
+        ' the fastest return trip to Houston on the same day."'
+    )
+    # The user ID was all these turns' first ask said: with no other ask, the
+    # record names the task kept before it.
+    assert record(head, middle[:18], counter)["Goal"] == [
+        '- The user first asked, in the turns kept before this record: "Hi! I need to change'
+        ' my flight back from Denver to Houston to be the quickest one on May 27."'
+    ]
+
+
 def test_the_last_words_say_which_actions_followed_them(counter: TokenCounter) -> None:
     messages = session(str(OPENHANDS), 0)
     head, middle = messages[:3], messages[3:5]

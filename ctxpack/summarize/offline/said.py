@@ -32,6 +32,9 @@ MAX_REPLY = 160
 # An ask this short ("yes", "ok, go ahead") says what it means only with the
 # question the assistant asked just before it.
 MAX_SHORT_ASK = 24
+# An answer of this many words, with no question of its own, hands over what
+# the assistant asked for ("Sure, my user ID is mia_li_3668."): no new task.
+MAX_ANSWER_WORDS = 8
 
 
 class Ask:
@@ -63,6 +66,15 @@ class Ask:
         if len(self._raw.strip()) > MAX_SHORT_ASK:
             return None
         return self._replies.question_before(self.index)
+
+    @property
+    def only_answers(self) -> bool:
+        """The ask replies, in a few words and asking nothing, to the question
+        the assistant asked right before it."""
+        raw = self._raw
+        if "?" in raw or len(raw.split(maxsplit=MAX_ANSWER_WORDS)) > MAX_ANSWER_WORDS:
+            return False
+        return self._replies.question_before(self.index) is not None
 
     @property
     def answered(self) -> bool:

@@ -198,13 +198,21 @@ def _goal(scan: Scan, asked_before: bool, update: bool) -> list[Item]:
     # After an ask kept before the record, the first one in it is a follow-up
     # (often the answer to a question): the task is the ask above, verbatim.
     # An update's first ask follows the goal the record it updates holds.
+    first = scan.asks[0]
     if update:
         said = "In the turns since the previous record, the user asked"
     elif asked_before:
+        # An answer that only hands over what was asked for (an ID, a "yes")
+        # adds nothing to the task above: the follow-up is the first ask that
+        # does; with none, the record names the ask kept before it.
+        follow_up = next((ask for ask in scan.asks if not ask.only_answers), None)
+        if follow_up is None:
+            return []
+        first = follow_up
         said = "The user's first ask is kept before this record; in these turns, they then asked"
     else:
         said = "The user first asked"
-    return [Item(f"- {said}: {ask_quoted(scan.asks[0])}", order=0)]
+    return [Item(f"- {said}: {ask_quoted(first)}", order=0)]
 
 
 def head_goal(head: Sequence[Message]) -> list[Item]:
