@@ -13,7 +13,7 @@ sentence that guesses or suggests another way names no choice. A next step
 is left to do: not one its text ends announcing (the tool call after it did
 it), nor one that was not needed, and the assistant's own: not advice to the
 user nor a requirement on someone else, nor an option it offers (a need it
-would have, or one an "if" governs). A decision or a step that announces a
+would have or may have, or a step an "if" governs). A decision or a step that announces a
 list is quoted with it. A plan names the actions of its own stretch: up to
 the user's next message after them, or the assistant's next plan."""
 
@@ -324,6 +324,22 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
         ("If you want a dark theme too, I'd need to add its colors.", False),
         ("If neither condition is met, I need to know if you have travel insurance.", False),
         ("If so, please confirm, and I'll need to know which payment method to use.", False),
+        # So is a step an "if" governs.
+        ("If the tests pass, then I'll commit the fix.", False),
+        ("If that fails, next I'll try the legacy build.", False),
+        ("If the tests pass, I'll commit.", False),
+        ("First I'll fix the parser, then I'll run the tests.", True),
+        ("Let me check if it builds, then I'll commit.", True),
+        ("The tests pass if run alone; then I'll commit.", True),
+        # A need that may come is a possibility (the Glaive session).
+        (
+            "We may need to continue collecting data and conducting analysis to ensure that the"
+            " system is functioning properly and to identify any new issues that arise.",
+            False,
+        ),
+        ("We might need to add a migration for the new column.", False),
+        ("I may also need to update the lock file.", False),
+        ("I need to update the changelog.", True),
     ],
 )
 def test_a_plan_is_a_step_the_assistant_takes_not_one_it_offers(

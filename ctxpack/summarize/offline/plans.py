@@ -10,11 +10,13 @@ import re
 # the docs") or of no one, as a note ("Need to add two params"): "you may
 # need to contact an agent" is advice, "the cost difference will need to be
 # covered" a requirement on someone else, "I didn't need to" no step at all.
-# A conditional need offers an option, not a step: "we'd need to add a token
-# if we want to style them", and a need an "if" governs ("If neither
-# condition is met, I need to know ..."); an "if" that follows a verb asks
-# whether ("To determine if it can be changed, I need to know ..."), so only
-# one that opens a clause or follows a comma governs. "Next" is one when the
+# A need that may come offers a possibility, not a step ("we may need to
+# collect more data", "we might need a migration"), and a conditional need
+# an option: "we'd need to add a token if we want to style them". So does
+# any step an "if" governs ("If neither condition is met, I need to know
+# ...", "If the build passes, then I'll commit"); an "if" that follows a verb
+# asks whether ("To determine if it can be changed, I need to know ..."), so
+# only one that opens a clause or follows a comma governs. "Next" is one when the
 # assistant goes on ("Next, I'll add the test", "Next, let me check"), not
 # in "next, the function returns" or "Next, you can look for ...", which
 # describe or advise. "Next steps" is one where it heads what follows ("Next
@@ -23,7 +25,7 @@ import re
 _CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
 _OWN_NEED_RE = re.compile(
     r"(?:\b(?:I|we)(?:['’]ll)?"
-    r"(?:\s+(?:will|shall|may|might|also|still|just|first|now|then|only|really))*\s+"
+    r"(?:\s+(?:will|shall|also|still|just|first|now|then|only|really))*\s+"
     rf"|{_CLAUSE})(?:need to|still need)\b",
     re.IGNORECASE,
 )
@@ -47,6 +49,8 @@ _NEXT_RE = re.compile(
 
 def plans(sentence: str) -> bool:
     """Whether `sentence` names a step the assistant itself will take."""
-    return _NEXT_RE.search(sentence) is not None or any(
-        not _IF_RE.search(sentence, 0, need.end()) for need in _OWN_NEED_RE.finditer(sentence)
+    return any(
+        not _IF_RE.search(sentence, 0, step.end())
+        for rule in (_NEXT_RE, _OWN_NEED_RE)
+        for step in rule.finditer(sentence)
     )
