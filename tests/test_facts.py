@@ -14,7 +14,7 @@ from ctxpack import formats
 from ctxpack.facts.extract import Facts, extract_facts, message_facts, missing_facts
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import clean_path, looks_like_path
-from ctxpack.facts.preserved import PreservedFacts, preserved_facts_section
+from ctxpack.facts.preserved import PreservedFacts, fact_line, fact_of, preserved_facts_section
 from ctxpack.summarize.protocol import PRESERVED_FACTS_HEADING
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tools import command_of
@@ -523,6 +523,38 @@ def test_preserved_section_lists_missing_facts_in_order(counter: TokenCounter) -
     facts = extract_facts(middle)
     assert missing_facts(facts, section).paths == []
     assert missing_facts(facts, section).commands == []
+
+
+def test_an_error_that_opens_with_its_label_is_listed_with_it_once(counter: TokenCounter) -> None:
+    """Cargo's "error: failed to load manifest ..." in the Codex session,
+    Node's "Error: Command failed: tsc --build" in the Gemini CLI session and
+    the airline tools' "Error: not enough seats ..." (tau-bench, whose errors
+    the 10 MB bench session's record listed as "Error: Error: ...") are no
+    "Error: error: ..."; rustc's "error[E0432]: ..." opens with no label."""
+    gemini = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+    lines = [
+        line
+        for middle in (
+            codex_messages(CODEX),
+            formats.read(gemini.read_bytes(), path=str(gemini)).sessions[0].messages,
+            formats.read(TAU_BENCH.read_bytes(), path=str(TAU_BENCH)).sessions[15].messages,
+        )
+        for line in preserved_facts_section(
+            middle, "", counter=counter, cap_tokens=100_000
+        ).text.splitlines()
+    ]
+    assert (
+        "- Error: failed to load manifest for workspace member"
+        " `/Users/anmolbhardwaj/Documents/New project/apps/process_tui`"
+    ) in lines
+    assert "- Error: Command failed: tsc --build" in lines
+    assert "- Error: not enough seats on flight HAT290" in lines
+    assert not [line for line in lines if line.lower().startswith("- error: error:")]
+    assert fact_of("- Error: Command failed: tsc --build") == "Command failed: tsc --build"
+    assert (
+        fact_line("errors", "error[E0432]: unresolved import `secp256k1`")
+        == "- Error: error[E0432]: unresolved import `secp256k1`"
+    )
 
 
 def test_preserved_section_respects_the_cap_and_is_empty_when_nothing_is_missing(

@@ -140,7 +140,7 @@ def test_a_command_the_first_record_shows_only_as_an_action_is_a_fact_of_the_sec
         ("commands", "npm run check"),
         ("commands", "echo `date`"),
         ("commands", "cat <<EOF\nline\nEOF"),
-        ("errors", "Error: grep: packages/tui/src/wrap-ansi.ts: No such file or directory"),
+        ("errors", "grep: packages/tui/src/wrap-ansi.ts: No such file or directory"),
         ("paths", "/tmp/fix_markdown.py"),
         ("identifiers", "8ABeB7"),
         ("urls", "https://example.com/a"),

@@ -43,6 +43,11 @@ def fact_line(category: str, item: str) -> str:
         return f"- {label}: {fence}{pad}{item}{pad}{fence}"
     if category == "directives":
         return f'- {label}: "{collapse(item)}"'
+    # A text that opens with the label already ("Error: Command failed: tsc
+    # --build", cargo's "error: failed to load manifest") carries it once.
+    own = len(label) + 1
+    if item[:own].lower() == f"{label.lower()}:" and item[own:].strip():
+        item = item[own:].lstrip()
     return f"- {label}: {item}"
 
 
