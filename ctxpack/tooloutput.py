@@ -41,6 +41,9 @@ _TESTS_RE = re.compile(
 )
 _CARGO_RE = re.compile(r"test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed")
 _JEST_RE = re.compile(r"Tests:\s+([^\n]*?\d+ total)")
+# Tests failed when a count of them did: cargo and jest print a zero count
+# ("1 passed, 0 failed" is cargo's every passing run), pytest none.
+_SOME_FAILED = re.compile(r"(?<!\d)[1-9]\d* failed")
 _TESTS_HINTS = ("passed", "failed", "error", "skipped")
 
 # A recognised error line; group 1 is the error text. An exception's class is
@@ -165,7 +168,7 @@ def _failed(
     if said is not None and said.error:
         return True
     tests = test_summary(output)
-    return tests is not None and " failed" in tests and not tests.startswith("0 failed")
+    return tests is not None and " failed" in tests and _SOME_FAILED.search(tests) is not None
 
 
 # Longer than this, an output printed more than its agent's status lines.

@@ -5,12 +5,17 @@ not. Outputs are real where a bundled transcript holds one."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from ctxpack import formats
+from ctxpack.facts.extract import extract_facts
+from ctxpack.formats.base import ReadOptions
 from ctxpack.standin import quoted_error, shortened
 from ctxpack.summarize.offline.actions import make_action
 from ctxpack.summarize.offline.sections import unresolved_failures
-from ctxpack.tooloutput import error_lines
+from ctxpack.tooloutput import error_lines, result_failed
 from ctxpack.toolpairs import ToolUse
 from tests.test_oneliners import CLAUDE_STREAM, Result, _claude_results, _find, _line
 
@@ -238,3 +243,100 @@ def test_a_stand_in_and_the_record_quote_a_long_error_alike() -> None:
     )
     assert quoted == shortened(_TS2339, 160)
     assert outcome == f"exit 1, {shortened(_TS2339, 120)}"
+
+
+def _cargo_test_output(command: str) -> str:
+    """What the Claude Code session's cargo test run `command` printed."""
+    return next(
+        output
+        for name, args, output, _ in _claude_results(CLAUDE_STREAM)
+        if name == "Bash" and json.loads(args)["command"] == command
+    )
+
+
+_CARGO = "cargo test -p autopilot --lib"
+_NO_BUILD = "error: could not compile `autopilot`"
+_FAILED_RUN = "error: test failed, to rerun pass `-p autopilot --lib`"
+
+
+@pytest.mark.parametrize(
+    ("output", "errors"),
+    [
+        # cargo counts the failures of a run that had none too.
+        (
+            _cargo_test_output(
+                f"{_CARGO} tool_patterns::tests::test_detect_tool_patterns 2>&1 | tail -5"
+            ),
+            [],
+        ),
+        (
+            "running 12 tests\n" + "test t ... ok\n" * 12 + "\ntest result: ok. 12 passed; "
+            "0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s",
+            [],
+        ),
+        ("===== 3 passed in 0.12s =====", []),
+        (_cargo_test_output(f"{_CARGO} 2>&1 | tail -3"), [_FAILED_RUN]),
+        (
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 182 filtered out;"
+            " finished in 0.07s",
+            [
+                "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 182 filtered out;"
+                " finished in 0.07s"
+            ],
+        ),
+        (
+            _cargo_test_output(f'{_CARGO} state::tests 2>&1 | grep "error\\[E"'),
+            ["error[E0432]: unresolved import `nostr::secp256k1`"],
+        ),
+        (
+            "FAILED tests/test_app.py::test_total - assert 3 == 4\n"
+            "===== 1 failed, 10 passed in 0.31s =====",
+            ["FAILED tests/test_app.py::test_total - assert 3 == 4"],
+        ),
+    ],
+)
+def test_a_test_run_failed_only_when_a_test_failed_or_an_error_is_printed(
+    output: str, errors: list[str]
+) -> None:
+    """A runner's progress ("running 1 test") and its counts of a clean run
+    ("test result: ok. 1 passed; 0 failed") are no failure; a count of failed
+    tests or an error line is."""
+    assert result_failed(output) == bool(errors)
+    assert error_lines(output) == errors
+
+
+def test_a_passing_cargo_run_is_no_error_fact_of_the_session() -> None:
+    """The Claude Code session's passing cargo run, before its compaction,
+    leaves no error fact; the failed runs and builds around it do."""
+    read = formats.read(
+        CLAUDE_STREAM.read_bytes(), path=str(CLAUDE_STREAM), options=ReadOptions(whole_history=True)
+    )
+    assert extract_facts(read.sessions[0].messages).errors == [
+        f"{_NO_BUILD} (lib test) due to 1 previous error; 5 warnings emitted",
+        _FAILED_RUN,
+        f"{_NO_BUILD} (lib test) due to 2 previous errors; 1 warning emitted",
+        "error[E0433]: failed to resolve: use of unresolved module or unlinked crate `nostr_core`",
+        "error[E0432]: unresolved import `secp256k1`",
+        f"{_NO_BUILD} (lib test) due to 1 previous error; 1 warning emitted",
+        "error[E0432]: unresolved import `nostr::secp256k1`",
+        "error[E0308]: mismatched types",
+        "Path does not exist: crates/nostr/core/src/nip01",
+        "error: unexpected argument '--accept' found",
+        "mv: cannot stat '': No such file or directory",
+        "bash: command not found: base=",
+        "error: Interactive review requires a terminal. For non-interactive snapshot management:",
+        "Path does not exist: crates/autopilot/src/main.rs",
+        "Found 2 matches of the string to replace, but replace_all is false. To replace all"
+        " occurrences, set replace_all to true. To replace only one occurrence, please provide"
+        " more context to uniquely identify the instance.",
+        'error: could not compile `autopilot` (bin "autopilot") due to 2 previous errors',
+        "error[E0614]: type `i32` cannot be dereferenced",
+        'error: could not compile `autopilot` (bin "autopilot") due to 1 previous error',
+        "error: failed to push some refs to 'github.com:OpenAgentsInc/openagents.git'",
+        "error: cannot pull with rebase: You have unstaged changes.",
+        "error: Please commit or stash them.",
+        "fatal: pathspec 'docs/logs/20251222/175115-call-issue-ready-now-to.rlog' did not match"
+        " any files",
+        "fatal: pathspec 'docs/logs/20251222/175115-call-issue-ready-now-to.jsonl' did not match"
+        " any files",
+    ]
