@@ -339,6 +339,26 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
         ),
         ("We might need to add a migration for the new column.", False),
         ("I may also need to update the lock file.", False),
+        # Whatever opens it.
+        ("Next, we may need to rerun the migration.", False),
+        ("Next, we'd need to add a token for links.", False),
+        ("Next steps: we might need a separate cache.", False),
+        # "TODO" marks a note; "todo" in prose names a thing (the Glaive session).
+        ("TODO: add tests for the empty case.", True),
+        ("- TODO fix the parser", True),
+        (
+            "Sure, I can help with that. Could you please provide me with the title,"
+            " description, and due date of the todo item?",
+            False,
+        ),
+        (
+            'The todo item "Buy groceries" has been created successfully with the due date'
+            " set for May 15, 2022.",
+            False,
+        ),
+        # The OpenHands session's todo app.
+        ("I've created a complete Vue.js todo application with all the requested features.", False),
+        ("Click the checkbox to mark a todo as complete", False),
         ("I need to update the changelog.", True),
     ],
 )

@@ -21,7 +21,11 @@ import re
 # in "next, the function returns" or "Next, you can look for ...", which
 # describe or advise. "Next steps" is one where it heads what follows ("Next
 # steps:", "My next step is to..."), not in "Ready for next steps!" or "I'll
-# guide you through the next steps", which name the user's.
+# guide you through the next steps", which name the user's. A need hedged so
+# stays a possibility whatever opens it ("Next, we may need to ...", "Next
+# steps: we might need a migration"). "TODO" is one as a note's marker
+# ("TODO: add tests", "- TODO fix the parser"), not as the noun of prose ("the
+# todo item has been created", "a title for the todo item?").
 _CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
 _OWN_NEED_RE = re.compile(
     r"(?:\b(?:I|we)(?:['’]ll)?"
@@ -41,8 +45,16 @@ _PAST = (
 _NEXT_RE = re.compile(
     rf"\b(?:next,?\s+(?:(?:I|we)\b(?!\s+{_PAST})|let(?:['’]s|\s+me|\s+us))|next up|then I['’]ll"
     r"|then I will"
-    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b|\bTODO\b"
+    r"|left to do|remaining (?:work|steps?|tasks?|items?|issues?|failures?|tests?))\b"
+    rf"|{_CLAUSE}(?:(?-i:TODO)\b|todo\s*:)"
     rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b",
+    re.IGNORECASE,
+)
+# What follows a step when its need is hedged: its subject where the step did
+# not name it, then the may, might, could, would or 'd that hedges.
+_HEDGED_NEED_RE = re.compile(
+    r"(?:\W*(?:I|we)\b)?(?:\s*['’]d|\s+(?:may|might|could|would))"
+    r"(?:\s+(?:also|still|just|first|then|now|eventually))*\s+need\b",
     re.IGNORECASE,
 )
 
@@ -51,6 +63,7 @@ def plans(sentence: str) -> bool:
     """Whether `sentence` names a step the assistant itself will take."""
     return any(
         not _IF_RE.search(sentence, 0, step.end())
+        and not _HEDGED_NEED_RE.match(sentence, step.end())
         for rule in (_NEXT_RE, _OWN_NEED_RE)
         for step in rule.finditer(sentence)
     )
