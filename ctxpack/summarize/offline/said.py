@@ -8,16 +8,23 @@ import re
 
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse, folded
-from ctxpack.facts.sentence import LIST_ITEM, sentences
+from ctxpack.facts.sentence import sentences
 from ctxpack.summarize.ledger import is_acknowledgement, user_words
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.offline.plans import plans
+from ctxpack.summarize.offline.quotes import announces, with_list
 from ctxpack.summarize.pasted import without_screens
 from ctxpack.transcript import Message
 
 _DECISION_RE = re.compile(
     r"\b(?:I['’]ll use|I will use|I['’]m using|we['’]ll use|decided|instead of|going with"
-    r"|I chose|switching to|opted for|I['’]ll go with)\b",
+    r"|I chose|switching to|opted for|I['’]ll go with"
+    # What it found wrong and what it changes for it are what it concluded:
+    # "The issue is that ...", "... can lead to incorrect rounding", "The fix
+    # is to ...", "To fix this issue, we should ...", "We should use round()".
+    r"|the (?:issue|problem|bug|root cause|cause) (?:here )?is (?:that|because|due to)"
+    r"|(?:is|are) caused by|leads? to (?:incorrect|wrong)|the fix is (?:to|that)"
+    r"|to fix (?:this|the|it)\b[^.;:]*?\b(?:we|I) should|(?:we|I) should use)\b",
     re.IGNORECASE,
 )
 # A guess or a suggestion names another way without choosing it.
@@ -27,7 +34,6 @@ _GUESS_RE = re.compile(
 )
 MAX_ASK = 300
 MAX_QUOTE = 240
-MAX_ITEM = 100
 MAX_REPLY = 160
 # An ask this short ("yes", "ok, go ahead") says what it means only with the
 # question the assistant asked just before it.
@@ -89,79 +95,6 @@ class Ask:
 
     def __repr__(self) -> str:
         return f"Ask(index={self.index!r}, text={self.text!r}, reply={self.reply!r})"
-
-
-def announces(sentence: str) -> bool:
-    """A sentence that ends in a colon announces what follows it (a list, a
-    block, a tool call): it is no answer, and reads wrong out of it."""
-    return sentence.rstrip().endswith(":")
-
-
-def with_list(text: str, sentence: str, *, quote: int, limit: int) -> str:
-    """`sentence` of `text`, quoted with the items of the list it announces
-    there (what it announced is what it says: "I can see:" and the two
-    findings), as many as `limit` characters hold, the rest counted; the
-    sentence alone, clipped to `quote`, when it announces no list."""
-    quoted = clip(sentence, quote)
-    if not announces(sentence):
-        return quoted
-    lines = text.splitlines()
-    start = next(
-        (at + 1 for at, line in enumerate(lines) if ":" in line and _ends(line, sentence)),
-        None,
-    )
-    items = [] if start is None else _list_after(lines[start:])
-    shown, size = 0, len(quoted)
-    while shown < len(items) and size + len(items[shown]) + 2 <= limit:
-        size += len(items[shown]) + 2
-        shown += 1
-    if not shown:
-        return quoted
-    more = f" (+{len(items) - shown} more)" if shown < len(items) else ""
-    return f"{quoted} {'; '.join(items[:shown])}{more}"
-
-
-def _ends(line: str, sentence: str) -> bool:
-    """Whether `sentence` ends on `line`: the line ends with it, or it was
-    wrapped onto the line and ends with the line's words."""
-    words = collapse(line.strip(" \t-*#>"))
-    return words.endswith(sentence) or (bool(words) and sentence.endswith(words))
-
-
-def _list_after(lines: list[str]) -> list[str]:
-    """The items of the list `lines` open with (blank lines aside), each with
-    its sub-items; none when they open with anything else."""
-    items: list[list[str]] = []
-    indent: str | None = None
-    for line in lines:
-        if not line.strip():
-            continue
-        found = LIST_ITEM.match(line)
-        if found is None or (indent is not None and len(found.group(1)) > len(indent)):
-            # A line under an item (its sub-items, its wrapped text) is part of it.
-            if indent is None or not line[: len(indent) + 1].isspace():
-                break
-            if found is not None:
-                items[-1].append(_bare(found.group(2)))
-            continue
-        indent = found.group(1) if indent is None else indent
-        items.append([_bare(found.group(2))])
-    return [clip(_item(*parts), MAX_ITEM) for parts in items]
-
-
-def _item(head: str, *under: str) -> str:
-    """An item with its sub-items: after it when it announces them ("Flights:
-    HAT227, HAT139"), else in parentheses ("Flight HAT069 (Departure: 06:00)")."""
-    if not under:
-        return head
-    if announces(head):
-        return f"{head} {', '.join(under)}"
-    return f"{head} ({', '.join(under)})"
-
-
-def _bare(item: str) -> str:
-    """A list item's text without its bold or underline marks."""
-    return item.replace("**", "").replace("__", "").rstrip()
 
 
 def _announces_a_call(said: list[str], at: int) -> bool:
@@ -259,6 +192,11 @@ class Replies:
         return lead or clip(next(sentences(self._texts[found]), ""), MAX_REPLY)
 
 
+def decides(quoted: str) -> bool:
+    """The (quoted) sentence states a decision: said, not guessed."""
+    return _DECISION_RE.search(quoted) is not None and not _GUESS_RE.search(quoted)
+
+
 class Said:
     """What the assistant wrote so far: its texts, and the keys of the
     decisions and next steps already recorded (each is kept once)."""
@@ -308,7 +246,7 @@ def spoken(body: str) -> tuple[list[str], list[str]] | None:
         if len(sentence) > 2 * MAX_QUOTE or not _maybe_said(sentence):
             continue
         quoted = clip(sentence, MAX_QUOTE)
-        decided = _DECISION_RE.search(quoted) is not None and not _GUESS_RE.search(quoted)
+        decided = decides(quoted)
         # A step its text ends announcing was the tool call that followed it.
         planned = plans(quoted) and not _announces_a_call(said, at)
         if decided or planned:
@@ -335,6 +273,15 @@ def _maybe_said(text: str) -> bool:
         or "switching to" in t
         or "opted for" in t
         or "ll go with" in t
+        or "should use" in t
+        or "fix is " in t
+        or ("to fix" in t and "should" in t)
+        or " is that" in t
+        or " is because" in t
+        or " is due to" in t
+        or "caused by" in t
+        or "to incorrect" in t
+        or "to wrong" in t
         or (
             "next" in t
             and (
@@ -357,8 +304,10 @@ def _maybe_said(text: str) -> bool:
 
 def last_note(bodies: list[str]) -> str | None:
     """The first two quotable sentences of the last assistant text that has
-    any; a sentence that ends in a colon ends the quote, with the list it
-    announces (a block or a call it announces reads wrong out of it)."""
+    any, and those right after them that state a decision
+    (what it found wrong, what it would change), as many as 2 * MAX_QUOTE
+    characters hold; a sentence that ends in a colon ends the quote, with the
+    list it announces (a block or a call it announces reads wrong out of it)."""
     found = last_note_at(bodies)
     return None if found is None else found[1]
 
@@ -368,14 +317,20 @@ def last_note_at(bodies: list[str]) -> tuple[int, str] | None:
     for at in range(len(bodies) - 1, -1, -1):
         body = bodies[at]
         said: list[str] = []
+        size = -1
         for sentence in sentences(body):
             if len(sentence) <= 2 * MAX_QUOTE:
-                if announces(sentence):
+                if len(said) >= 2:
+                    quoted = clip(sentence, MAX_QUOTE)
+                    if size + 1 + len(quoted) > 2 * MAX_QUOTE or announces(sentence):
+                        break
+                    if not decides(quoted):
+                        break
+                elif announces(sentence):
                     said.append(with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE))
                     break
                 said.append(clip(sentence, MAX_QUOTE))
-                if len(said) == 2:
-                    break
+                size += 1 + len(said[-1])
         if said:
             return at, " ".join(said)
     return None

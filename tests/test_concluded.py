@@ -1,0 +1,110 @@
+"""What the assistant concluded, as the record quotes it. What it found wrong
+("The issue is that ...", "... can lead to incorrect rounding") and what it
+would change for it ("The fix is to ...", "To fix this issue, we should
+...") is a decision; where it looks next, what it did, and a guess are none.
+Its last words go on past their first two sentences with those right after
+them that state a decision, as many as the quote holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxpack.summarize.offline.said import last_note, spoken
+from tests.test_tool_rules import SWE_AGENT, cli_record
+
+# The swe-agent session's diagnosis and planned fix, and its narration.
+LOOKING = (
+    "We are now looking at the relevant section of the `fields.py` file where the `TimeDelta`"
+    " serialization occurs."
+)
+SUGGESTS = "The issue suggests that there is a rounding problem near line 1474."
+DIAGNOSIS = (
+    "The current implementation uses integer division, which truncates the decimal part and can"
+    " lead to incorrect rounding on line 1475."
+)
+FIX = (
+    "To fix this issue, we should ensure that the division results in a float, and then round"
+    " the result to the nearest integer before converting it to an int."
+)
+EDIT = (
+    f"{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX} This should preserve the milliseconds precision as"
+    " expected. Let's make the necessary edit to the code."
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "decisions"),
+    [
+        (EDIT, [DIAGNOSIS, FIX]),
+        (
+            "The issue is that Ghostty has `TERM=xterm-ghostty` but VS Code has"
+            " `TERM=xterm-256color`.",
+            [
+                "The issue is that Ghostty has `TERM=xterm-ghostty` but VS Code has"
+                " `TERM=xterm-256color`."
+            ],
+        ),
+        (
+            "The fix is to make `Text.invalidate()` actually invalidate when called, or to"
+            " improve the cache key.",
+            [
+                "The fix is to make `Text.invalidate()` actually invalidate when called, or to"
+                " improve the cache key."
+            ],
+        ),
+        ("We should use round() instead.", ["We should use round() instead."]),
+        # Where it looks next.
+        (
+            "The issue suggests that we should look at line 1474 of the `fields.py` file to see"
+            " if there is a rounding issue. First we should find the `fields.py` file in the"
+            " repository.",
+            [],
+        ),
+        (
+            "We should navigate to that line in fields.py to see the relevant code for the"
+            " `TimeDelta` serialization.",
+            [],
+        ),
+        # What it did.
+        (
+            "The code has been updated to use the `round` function, which should fix the rounding"
+            " issue. Now that the fix is verified, let's submit our changes.",
+            [],
+        ),
+        # A guess.
+        ("Maybe the issue is that the cache isn't being cleared?", []),
+    ],
+)
+def test_a_diagnosis_or_a_fix_is_a_decision(body: str, decisions: list[str]) -> None:
+    found = spoken(body)
+    assert found is not None and found[0] == decisions
+
+
+@pytest.mark.parametrize(
+    ("bodies", "note"),
+    [
+        # The two decisions fit; the sentence after them states none.
+        ([EDIT], f"{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX}"),
+        # The fix does not fit after a longer narration.
+        ([f"{LOOKING} {LOOKING} {DIAGNOSIS} {FIX}"], f"{LOOKING} {LOOKING} {DIAGNOSIS}"),
+        (["Done. All 83 tests pass. Next, the docs."], "Done. All 83 tests pass."),
+    ],
+)
+def test_the_last_note_goes_on_with_what_was_concluded(bodies: list[str], note: str) -> None:
+    assert last_note(bodies) == note
+
+
+def test_the_cli_record_of_the_swe_agent_session_states_the_diagnosis_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    record = cli_record(SWE_AGENT, tmp_path)
+    assert record["Key Decisions"] == [
+        f'- The assistant stated: "{FIX}"',
+        f'- The assistant stated: "{DIAGNOSIS}"',
+    ]
+    assert record["Historical In-Progress State"] == [
+        "- The assistant's last message in these turns said:"
+        f' "{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX}" (action 6 followed)'
+    ]
