@@ -3,7 +3,10 @@
 would change for it ("The fix is to ...", "To fix this issue, we should
 ...") is a decision; where it looks next, what it did, and a guess are none.
 Its last words go on past their first two sentences with those right after
-them that state a decision, as many as the quote holds."""
+them that qualify them or state a decision, as many as the quote holds. Its
+answer to a question goes on with the sentence right after it when that one
+qualifies it (However, But, Note that, Although, Unfortunately) and both fit
+in the quote."""
 
 from __future__ import annotations
 
@@ -12,6 +15,10 @@ from pathlib import Path
 import pytest
 
 from ctxpack.summarize.offline.said import last_note, spoken
+from ctxpack.tokens.counter import TokenCounter
+from tests.conftest import TAU_BENCH
+from tests.test_offline import section, summarize
+from tests.test_said import QUESTION, said
 from tests.test_tool_rules import SWE_AGENT, cli_record
 
 # The swe-agent session's diagnosis and planned fix, and its narration.
@@ -89,6 +96,10 @@ def test_a_diagnosis_or_a_fix_is_a_decision(body: str, decisions: list[str]) -> 
         ([EDIT], f"{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX}"),
         # The fix does not fit after a longer narration.
         ([f"{LOOKING} {LOOKING} {DIAGNOSIS} {FIX}"], f"{LOOKING} {LOOKING} {DIAGNOSIS}"),
+        (
+            ["Done. All 83 tests pass. However, the docs still say 82."],
+            "Done. All 83 tests pass. However, the docs still say 82.",
+        ),
         (["Done. All 83 tests pass. Next, the docs."], "Done. All 83 tests pass."),
     ],
 )
@@ -108,3 +119,40 @@ def test_the_cli_record_of_the_swe_agent_session_states_the_diagnosis_and_the_fi
         "- The assistant's last message in these turns said:"
         f' "{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX}" (action 6 followed)'
     ]
+
+
+DEPARTS = (
+    "Your original flight from Atlanta (ATL) to Dallas/Fort Worth (DFW) was scheduled to depart"
+    " on May 21, 2024."
+)
+HOWEVER = "However, the exact departure time is not provided in the reservation details."
+PREFERENCE = (
+    "If you have a preference for the new flight based on the original schedule, please let me"
+    " know, and I can assist you further."
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        (f"{DEPARTS} {HOWEVER} {PREFERENCE}", f"{DEPARTS} {HOWEVER}"),
+        # Only the sentence right after it, and only one that qualifies it.
+        (f"{DEPARTS} {PREFERENCE} {HOWEVER}", DEPARTS),
+        # Both do not fit in the quote: the answer alone.
+        (f"{DEPARTS} {HOWEVER[:-1]}, {PREFERENCE}", DEPARTS),
+    ],
+)
+def test_an_answer_is_quoted_with_the_sentence_that_qualifies_it(
+    reply: str, answer: str, counter: TokenCounter
+) -> None:
+    middle = [QUESTION, said(reply), {"role": "user", "content": "ok"}, said("Done.")]
+    replies = section(summarize(middle, counter).text, "Resolved Questions")
+    assert replies == [f'- Q: "what color are the code blocks using?" — A: "{answer}"']
+
+
+def test_the_cli_record_of_tau_bench_quotes_the_answer_with_its_however(tmp_path: Path) -> None:
+    record = cli_record(TAU_BENCH, tmp_path, at=13)
+    assert (
+        '- Q: "Can you let me know the departure time of my original flight from Atlanta?" — A:'
+        f' "{DEPARTS} {HOWEVER}"'
+    ) in record["Resolved Questions"]

@@ -1,22 +1,23 @@
 """What the assistant said, as the record quotes it. Its last words: their
-first two sentences (and the decisions right after), none of them a list's
-number, and none past a sentence that ends in a colon; such a sentence is
-quoted with the list it announces (its items, each with its sub-items, as
-many as the quote holds), for the list is what it says (a block reads wrong
-out of it). Its reply to a question: the first sentence it wrote after it,
-the same way, unless that sentence only announces a tool call; then the
-first sentence of a later text, before the user spoke again. A first
-sentence that only acknowledges ("Good question!", "You're right!", "Yes!")
-leads the one that answers. Questions in a row that one reply answers are
-one line, the answer quoted once. A decision is said, not guessed: a
-sentence that guesses or suggests another way names no choice. A next step
-is left to do: not one its text ends announcing (the tool call after it did
-it), nor one that was not needed, and the assistant's own: not advice to the
-user nor a requirement on someone else, nor an option it offers (a need it
-would have or may have, or a step an "if" governs). A decision or a step
-that announces a list is quoted with it. A plan names the actions of its own
-stretch: up to the user's next message after them, or the assistant's next
-plan."""
+first two sentences (and those right after that qualify them or state a
+decision), none of them a list's number, and none past a sentence that ends
+in a colon; such a sentence is quoted with the list it announces (its items,
+each with its sub-items, as many as the quote holds), for the list is what
+it says (a block reads wrong out of it). Its reply to a question: the first
+sentence it wrote after it, the same way, unless that sentence only
+announces a tool call; then the first sentence of a later text, before the
+user spoke again; with the sentence right after it that qualifies it. A
+first sentence that only acknowledges ("Good question!", "You're right!",
+"Yes!") leads the one that answers. Questions in a row that one reply
+answers are one line, the answer quoted once. A decision is said, not
+guessed: a sentence that guesses or suggests another way names no choice. A
+next step is left to do: not one its text ends announcing (the tool call
+after it did it), nor one that was not needed, and the assistant's own: not
+advice to the user nor a requirement on someone else, nor an option it
+offers (a need it would have or may have, or a step an "if" governs). A
+decision or a step that announces a list is quoted with it. A plan names the
+actions of its own stretch: up to the user's next message after them, or the
+assistant's next plan."""
 
 from __future__ import annotations
 

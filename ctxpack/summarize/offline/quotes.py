@@ -1,12 +1,19 @@
-"""How a sentence the assistant wrote is quoted: with the list it announces."""
+"""How a sentence the assistant wrote is quoted: with the list it announces,
+and with the sentence after it that qualifies it."""
 
 from __future__ import annotations
+
+import re
 
 from ctxpack.facts.match import collapse
 from ctxpack.facts.sentence import LIST_ITEM
 from ctxpack.summarize.offline.actions import clip
 
 MAX_ITEM = 100
+# A sentence that opens so qualifies the one before it ("... was scheduled to
+# depart on May 21. However, the exact departure time is not provided"): the
+# quote of that one that left it out would say more than was said.
+_QUALIFIER_RE = re.compile(r"(?:However|But|Note that|Please note|Although|Though|Unfortunately)\b")
 
 
 def announces(sentence: str) -> bool:
@@ -80,3 +87,20 @@ def _item(head: str, *under: str) -> str:
 def _bare(item: str) -> str:
     """A list item's text without its bold or underline marks."""
     return item.replace("**", "").replace("__", "").rstrip()
+
+
+def answer_quote(text: str, said: list[str], at: int, *, quote: int, limit: int) -> str:
+    """Sentence `at` of `text`'s sentences `said` (at least up to it and the
+    one after), quoted as with_list quotes it, and with the sentence after it
+    when that one qualifies it and both fit in `limit` characters."""
+    answer = with_list(text, said[at], quote=quote, limit=limit)
+    # A sentence clipped, or one that announces a list, ends its quote.
+    after = said[at + 1] if at + 1 < len(said) and answer == said[at] else ""
+    if qualifies(after) and len(answer) + 1 + len(after) <= limit:
+        return f"{answer} {clip(after, limit)}"
+    return answer
+
+
+def qualifies(sentence: str) -> bool:
+    """The sentence qualifies the one before it ("However, ...")."""
+    return _QUALIFIER_RE.match(sentence) is not None

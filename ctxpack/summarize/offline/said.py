@@ -12,7 +12,7 @@ from ctxpack.facts.sentence import sentences
 from ctxpack.summarize.ledger import is_acknowledgement, user_words
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.offline.plans import plans
-from ctxpack.summarize.offline.quotes import announces, with_list
+from ctxpack.summarize.offline.quotes import announces, answer_quote, qualifies, with_list
 from ctxpack.summarize.pasted import without_screens
 from ctxpack.transcript import Message
 
@@ -184,7 +184,7 @@ class Replies:
                 first += 1
                 said.extend(itertools.islice(rest, 1))
             if first < len(said) and not _announces_a_call(said, first):
-                answer = with_list(text, said[first], quote=MAX_REPLY, limit=MAX_QUOTE)
+                answer = answer_quote(text, said, first, quote=MAX_REPLY, limit=MAX_QUOTE)
                 return f"{lead} {answer}" if lead else answer
             if self._user_before_next[at]:
                 break
@@ -304,7 +304,7 @@ def _maybe_said(text: str) -> bool:
 
 def last_note(bodies: list[str]) -> str | None:
     """The first two quotable sentences of the last assistant text that has
-    any, and those right after them that state a decision
+    any, and those right after them that qualify them or state a decision
     (what it found wrong, what it would change), as many as 2 * MAX_QUOTE
     characters hold; a sentence that ends in a colon ends the quote, with the
     list it announces (a block or a call it announces reads wrong out of it)."""
@@ -324,7 +324,7 @@ def last_note_at(bodies: list[str]) -> tuple[int, str] | None:
                     quoted = clip(sentence, MAX_QUOTE)
                     if size + 1 + len(quoted) > 2 * MAX_QUOTE or announces(sentence):
                         break
-                    if not decides(quoted):
+                    if not (qualifies(sentence) or decides(quoted)):
                         break
                 elif announces(sentence):
                     said.append(with_list(body, sentence, quote=MAX_QUOTE, limit=2 * MAX_QUOTE))
