@@ -3,8 +3,8 @@
 Agents name the same few operations differently (Claude Code `Bash`, Codex
 `exec_command`, Hermes `terminal`, OpenHands `execute_bash`...). Every stage
 that needs to know the family of a call (command, file read, file write,
-search, web, sub-agent, todo list) or which argument holds its path, command
-or pattern asks here. Pruning also gets a one-liner label and a key that says
+search, web, sub-agent, todo list, note to self) or which argument holds its
+path, command or pattern asks here. Pruning also gets a one-liner label and a key that says
 when a later call repeats or overrides it.
 """
 
@@ -36,6 +36,7 @@ class Family(StrEnum):
     WEB = "web"
     AGENT = "agent"
     TODO = "todo"
+    THINK = "think"
     OTHER = "other"
 
 
@@ -68,6 +69,10 @@ WEB_TOOLS = _names(
 )
 AGENT_TOOLS = _names("task agent delegate_task spawn_agent dispatch_agent")
 TODO_TOOLS = _names("todowrite todoread todo update_plan write_todos")
+# Tools whose only input is the assistant's own reasoning and that return
+# nothing of the world: what they carry is the assistant's words, not an action.
+THINK_TOOLS = _names("think think_tool thinking sequentialthinking sequential_thinking")
+THOUGHT_KEYS = ("thought", "thoughts", "reasoning")
 _FAMILIES = (
     (Family.COMMAND, COMMAND_TOOLS),
     (Family.READ, READ_TOOLS),
@@ -76,6 +81,7 @@ _FAMILIES = (
     (Family.WEB, WEB_TOOLS),
     (Family.AGENT, AGENT_TOOLS),
     (Family.TODO, TODO_TOOLS),
+    (Family.THINK, THINK_TOOLS),
 )
 
 # The argument naming the one file a call reads or writes.
@@ -142,6 +148,14 @@ def editor_operation(args: dict[str, Any]) -> str:
     """The operation an editor tool's call names (`view`, `str_replace`...), or ""."""
     sub = args.get("command")
     return sub if isinstance(sub, str) and sub in EDITOR_SUBCOMMANDS else ""
+
+
+def thought_of(name: str, args: dict[str, Any]) -> str | None:
+    """The reasoning a note-to-self call (`think`) carries ("" when it carries
+    none); None for any other call."""
+    if base_name(name) not in THINK_TOOLS:
+        return None
+    return _first_str(args, THOUGHT_KEYS).strip()
 
 
 def creates_file(name: str, args: dict[str, Any]) -> bool:

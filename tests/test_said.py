@@ -426,7 +426,7 @@ def test_the_cli_record_of_an_airline_session_ends_a_plan_where_the_user_spoke_a
     record = cli_record(TAU_BENCH, tmp_path, at=177)
     assert record["Historical Remaining Work"] == [
         "- The assistant planned: \"To proceed with the cancellation, I'll need to know the reason"
-        ' for cancellation for each reservation." (actions 1–3 followed)'
+        ' for cancellation for each reservation." (actions 1–2 followed)'
     ]
 
 

@@ -27,9 +27,9 @@ from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse
-from ctxpack.tools import Family, describe
+from ctxpack.tools import Family, describe, thought_of
 from ctxpack.transcript import Message
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, SHARED, TAU_BENCH
 from tests.test_prune import call, convo, file_view, prune, result
 
 SWE_AGENT = (
@@ -181,6 +181,32 @@ def cli_record(
     assert result.exit_code == 0, result.output
     written = formats.read(out.read_bytes(), path=str(out)).sessions[at].messages
     return parse(next(markers.summary_body(x) for x in written if markers.is_summary(x)))
+
+
+def test_a_note_to_self_is_read_as_the_assistants_words_not_as_an_action(
+    tmp_path: Path,
+) -> None:
+    """tau-bench's agent calls `think` with its reasoning: it does nothing to
+    the world, and the reasoning is the plan that the reply before it left out."""
+    thinking = {"thought": "Try the cache first.", "thoughtNumber": 1}
+    assert thought_of("mcp__sequential-thinking__sequentialthinking", thinking) == (
+        "Try the cache first."
+    )
+    assert thought_of("search_direct_flight", {"origin": "BOS"}) is None
+    record = cli_record(TAU_BENCH, tmp_path, at=64)
+    assert [line.split(" — ")[0] for line in record["Completed Actions"]] == [
+        "1. Called get_reservation_details(reservation_id=YAX4DR)",
+        "2. Called search_direct_flight(origin=BOS, destination=MCO, date=2024-05-18)",
+    ]
+    assert record["Historical In-Progress State"] == [
+        "- The assistant's last message in these turns said: \"The reservation is in economy"
+        " class, and the user wants to upgrade to business class. I need to calculate the price"
+        ' difference for the upgrade." (action 2 followed)'
+    ]
+    assert record["Historical Remaining Work"][-1] == (
+        '- The assistant planned: "I need to calculate the price difference for the upgrade."'
+        " (action 2 followed)"
+    )
 
 
 def test_the_cli_record_of_the_swe_agent_session_lists_files_only(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, parse_arguments
+from ctxpack.tools import thought_of
 from ctxpack.transcript import Message
 
 
@@ -107,19 +108,21 @@ class _Fold:
         self._reader.memo.learn(msg, found)
         self._facts.add(found)
         if spoken is not None:
-            result.replied = True
-            said.bodies.append(self._reader.texts[at])
+            decisions, steps, body = spoken
+            # A thought alone answers nobody: the user saw none of it.
+            result.replied = result.replied or bool(self._reader.texts[at].strip())
+            said.bodies.append(body)
             said.at.append(at)
-            said.add(spoken[0], result.decisions, said.decisions)
+            said.add(decisions, result.decisions, said.decisions)
             planned = len(result.next_steps)
-            said.add(spoken[1], result.next_steps, said.next_steps)
+            said.add(steps, result.next_steps, said.next_steps)
             result.planned_at += [at] * (len(result.next_steps) - planned)
         if asked is not None:
             body, questions = asked
             result.said.append(body)
             result.asks.append(Ask(at, body, MAX_ASK, self._replies))
             result.questions.extend(Ask(at, q, MAX_QUOTE, self._replies) for q in questions)
-        for number, (plain, workdir, session_id, running) in enumerate(uses):
+        for number, plain, workdir, session_id, running in uses:
             if workdir is not None:
                 result.workdir = workdir
             polled = self._sessions.get(session_id)
@@ -141,15 +144,16 @@ class _Fold:
 
 
 # What reading one message finds, as plain data (a child hands it back with
-# marshal): its facts; an assistant text's candidate decisions and next steps
-# (None when it wrote nothing visible); a user's own words and questions (None
-# when the turn is not the user's); and of each call of an assistant turn, its
-# action as far as the call and its results tell it, its working directory,
-# the session it polls and the session it left running.
-_Use = tuple[tuple[Any, ...], str | None, str, str | None]
-_Read = tuple[
-    MessageFacts, tuple[list[str], list[str]] | None, tuple[str, list[str]] | None, list[_Use]
-]
+# marshal): its facts; an assistant's candidate decisions and next steps, and
+# the words they were read from (None when it wrote nothing and thought
+# nothing); a user's own words and questions (None when the turn is not the
+# user's); and of each call of an assistant turn that acts (a note to self
+# does not), its number among the turn's calls, its action as far as the call
+# and its results tell it, its working directory, the session it polls and
+# the session it left running.
+_Use = tuple[int, tuple[Any, ...], str | None, str, str | None]
+_Spoken = tuple[list[str], list[str], str]
+_Read = tuple[MessageFacts, _Spoken | None, tuple[str, list[str]] | None, list[_Use]]
 
 
 class _Reader:
@@ -181,16 +185,26 @@ class _Reader:
         calls = [(use.arguments, a) for use, a in uses]
         found = self.memo.of(msg, body=body, calls=calls, command=result_command(self._pairing, at))
         if role == "assistant":
-            return found, spoken(body), None, [self._use(use, args) for use, args in uses]
+            # A note to self (`think`) is the assistant's words, read with its text.
+            thoughts = [thought_of(use.name, args) for use, args in uses]
+            words = "\n\n".join([body, *filter(None, thoughts)]) if any(thoughts) else body
+            said = spoken(words)
+            acts = [
+                self._use(number, use, args)
+                for number, ((use, args), thought) in enumerate(zip(uses, thoughts, strict=True))
+                if thought is None
+            ]
+            return found, None if said is None else (*said, words), None, acts
         if role == "user" and not m.is_tool_result(msg):
             return found, None, asked(msg), []
         return found, None, None, []
 
-    def _use(self, use: ToolUse, args: dict[str, Any]) -> _Use:
+    def _use(self, number: int, use: ToolUse, args: dict[str, Any]) -> _Use:
         outputs, output = self.outputs(use)
         action = make_action(use, outputs, seen=None, args=args, output=output)
         workdir = args.get("workdir")
         return (
+            number,
             action.plain(),
             workdir.strip() if isinstance(workdir, str) and workdir.strip() else None,
             str(args.get("session_id", "")),
