@@ -37,7 +37,7 @@ def removes_files(command: str) -> bool:
 # writes it whole, `>>` adds to it), not a descriptor's (`2>`, `&>`, `>&2`)
 # nor one inside quotes; `cp SOURCE TARGET` writes TARGET whole; `sed -i`
 # changes its files in place.
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+QUOTED_RE = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _REDIRECT = re.compile(r"(?<![\d&>])(>>?)(?![&>|])\s*([^\s;&|<>()]+)")
 _NOWHERE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _SEPARATORS = frozenset(";&|")
@@ -51,7 +51,7 @@ def shell_writes(command: str) -> list[tuple[str, str]]:
     writes = (
         [
             (path, "edit" if arrows == ">>" else "write")
-            for arrows, path in _REDIRECT.findall(_QUOTED.sub(" ", line))
+            for arrows, path in _REDIRECT.findall(QUOTED_RE.sub(" ", line))
             if path not in _NOWHERE
         ]
         if ">" in line

@@ -7,13 +7,16 @@ quotes is not stated again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from ctxpack.facts.paths import same_files
+from ctxpack.summarize.offline.actions import looks_only, make_action
 from ctxpack.summarize.offline.files import one_per_file
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import ToolUse
 from tests.builders import call, result
 from tests.conftest import SHARED, TAU_BENCH
 from tests.test_offline import section, summarize
@@ -161,6 +164,61 @@ def test_the_cli_record_of_the_gemini_session_names_its_commands_once(tmp_path: 
         "- Recent command: `npm run build -w @google/gemini-cli && git add . && git commit"
         ' -m "fix(cli): make agent team selection non-persistent` (a 5-line script) — failed',
         "- Last file changed: packages/cli/src/ui/components/TeamCreatorWizard.tsx",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "looks"),
+    [
+        ("ls -F", True),
+        ("sed -n '1,220p' programs/cfo_oracle/Cargo.toml", True),
+        ("cat a.txt | grep -n 'x' | head -5", True),
+        ("find . -name '*.py'", True),
+        ("grep -rn 'a && b' src/", True),
+        ("find . -name '*.pyc' -delete", False),
+        ("sed -i 's/a/b/' x.txt", False),
+        ("cat > /tmp/fix.py << 'EOF'\nprint(1)\nEOF", False),
+        ("python reproduce.py", False),
+        ("ls -l && make test", False),
+    ],
+)
+def test_a_command_that_only_looks(command: str, looks: bool) -> None:
+    action = make_action(
+        ToolUse(index=0, call_id="c1", name="bash", arguments=json.dumps({"command": command})),
+        [result("c1", "ok")],
+        seen=set(),
+    )
+    assert looks_only(action) is looks
+
+
+def test_the_state_names_the_commands_that_changed_or_tested_something(
+    counter: TokenCounter,
+) -> None:
+    runs = [
+        ("c1", "make test", "all 12 passed"),
+        ("c2", "ls -F", "src/ tests/"),
+        ("c3", "cat src/a.py", "x = 1"),
+    ]
+    middle = [
+        msg
+        for call_id, command, output in runs
+        for msg in (call(call_id, "bash", {"command": command}), result(call_id, output))
+    ]
+    assert section(summarize(middle, counter).text, "Active State") == [
+        "- Recent command: `make test` — ok",
+    ]
+    # Where nothing else ran, what only looked is the state.
+    assert section(summarize(middle[2:], counter).text, "Active State") == [
+        "- Recent command: `cat src/a.py` — ok",
+        "- Recent command: `ls -F` — ok",
+    ]
+
+
+def test_the_swe_agent_record_s_state_is_the_script_it_ran(tmp_path: Path) -> None:
+    # Before: `ls -F` — ok led it, a listing of the repository.
+    record = cli_record(SWE_AGENT, tmp_path)
+    assert [line for line in record["Active State"] if "Recent command" in line] == [
+        "- Recent command: `python reproduce.py` — ok",
     ]
 
 

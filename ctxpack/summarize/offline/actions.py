@@ -12,7 +12,7 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
-from ctxpack.filechanges import patch_changes, removes_files, shell_writes
+from ctxpack.filechanges import QUOTED_RE, patch_changes, removes_files, shell_writes
 from ctxpack.printed import found_count, json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import ANSWERED, QUIET, ending_said, is_pruned, quoted_error, shortened
@@ -30,6 +30,7 @@ from ctxpack.tools import (
     DELETE_TOOLS,
     PATH_KEYS,
     PATTERN_KEYS,
+    SEARCH_TOOLS,
     Family,
     base_name,
     command_of,
@@ -374,7 +375,7 @@ def settle(action: Action, *, seen: Collection[str]) -> Action:
 def _mark(kind: str, command: str | None, failed: bool, *, deletes: bool = False) -> str:
     if kind == "run":
         words = command.split() if command else []
-        reader = bool(words) and words[0] in _READERS and "-i" not in words
+        reader = _reads(words)
         if failed:
             return ""
         if command and removes_files(command):
@@ -387,4 +388,30 @@ def _mark(kind: str, command: str | None, failed: bool, *, deletes: bool = False
     return {"read": "read", "edit": "edited", "create": "created"}.get(kind, "")
 
 
+def looks_only(action: Action) -> bool:
+    """An action that only looked: a read, a search, or a command each of
+    whose steps prints files or searches (a search tool's name run as a
+    program: grep, find, ls) and that writes nothing."""
+    if action.kind in ("read", "search"):
+        return True
+    command = action.command
+    if action.kind != "run" or not command or shell_writes(command):
+        return False
+    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
+    return all(
+        _reads(words) or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
+        for words in steps
+        if words
+    )
+
+
+def _reads(words: list[str]) -> bool:
+    """A command's words that only print the files they name (not `sed -i`)."""
+    return bool(words) and words[0] in _READERS and "-i" not in words
+
+
+# Where one step of a shell command ends and the next begins.
+_STEPS = re.compile(r"&&|\|\||[;|\n]")
+# What makes `find` act on the files it finds.
+_FIND_ACTS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
 _FIELDS = tuple(field.name for field in fields(Action))

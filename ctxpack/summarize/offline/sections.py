@@ -12,7 +12,7 @@ from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.actions import Action, clip, without_count
+from ctxpack.summarize.offline.actions import Action, clip, looks_only, without_count
 from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
@@ -283,19 +283,27 @@ def _active(scan: Scan, done: list[Action]) -> list[Item]:
     if tested:
         last = tested[-1]
         items.append(Item(f"- Last test run: {last.target} — {last.tests} ({_status(last)})"))
-    # A command run again is one of the recent ones, as its last run ended.
-    recent: dict[str, Action] = {}
-    for action in reversed(done):
-        if action.kind == "run" and action.key not in recent:
-            recent[action.key] = action
-            if len(recent) == RECENT_COMMANDS:
-                break
-    for action in recent.values():
+    ran = [a for a in done if a.kind == "run"]
+    # What a command changed or tested is the state; what one only looked at
+    # is not, unless nothing else ran.
+    for action in _recent([a for a in ran if not looks_only(a)]) or _recent(ran):
         items.append(Item(f"- Recent command: {action.target} — {_status(action)}"))
     edits = [a for a in done if a.kind in ("edit", "create") and not a.failed]
     if edits:
         items.append(Item(f"- Last file changed: {edits[-1].target}"))
     return items
+
+
+def _recent(ran: list[Action]) -> list[Action]:
+    """The last RECENT_COMMANDS distinct commands of `ran`, latest first: a
+    command run again is one of them, as its last run ended."""
+    recent: dict[str, Action] = {}
+    for action in reversed(ran):
+        if action.key not in recent:
+            recent[action.key] = action
+            if len(recent) == RECENT_COMMANDS:
+                break
+    return list(recent.values())
 
 
 def _status(action: Action) -> str:
