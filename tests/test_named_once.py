@@ -17,6 +17,7 @@ from ctxpack.summarize.offline.actions import looks_only, make_action
 from ctxpack.summarize.offline.files import one_per_file
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import ToolUse
+from ctxpack.transcript import Message
 from tests.builders import call, result
 from tests.conftest import SHARED, TAU_BENCH
 from tests.test_offline import section, summarize
@@ -134,20 +135,24 @@ def test_the_cli_record_of_the_large_pi_session_names_no_file_by_its_name_alone(
     assert "- packages/coding-agent/src/theme/theme.ts — edited, read" in files
 
 
+def _ran(*runs: tuple[str, str]) -> list[Message]:
+    """A bash call and its result for each (command, output), in order."""
+    return [
+        msg
+        for number, (command, output) in enumerate(runs)
+        for msg in (call(f"c{number}", "bash", {"command": command}), result(f"c{number}", output))
+    ]
+
+
 def test_a_command_run_again_is_one_recent_command_as_its_last_run_ended(
     counter: TokenCounter,
 ) -> None:
-    runs = [
-        ("c1", "git status", "nothing to commit, working tree clean"),
-        ("c2", "make test", "tests failed\n\nCommand exited with code 2"),
-        ("c3", "make lint", "ok"),
-        ("c4", "make test", "all 12 passed"),
-    ]
-    middle = [
-        msg
-        for call_id, command, output in runs
-        for msg in (call(call_id, "bash", {"command": command}), result(call_id, output))
-    ]
+    middle = _ran(
+        ("git status", "nothing to commit, working tree clean"),
+        ("make test", "tests failed\n\nCommand exited with code 2"),
+        ("make lint", "ok"),
+        ("make test", "all 12 passed"),
+    )
     text = summarize(middle, counter).text
     assert section(text, "Active State") == [
         "- Recent command: `make test` — ok",
@@ -194,16 +199,9 @@ def test_a_command_that_only_looks(command: str, looks: bool) -> None:
 def test_the_state_names_the_commands_that_changed_or_tested_something(
     counter: TokenCounter,
 ) -> None:
-    runs = [
-        ("c1", "make test", "all 12 passed"),
-        ("c2", "ls -F", "src/ tests/"),
-        ("c3", "cat src/a.py", "x = 1"),
-    ]
-    middle = [
-        msg
-        for call_id, command, output in runs
-        for msg in (call(call_id, "bash", {"command": command}), result(call_id, output))
-    ]
+    middle = _ran(
+        ("make test", "all 12 passed"), ("ls -F", "src/ tests/"), ("cat src/a.py", "x = 1")
+    )
     assert section(summarize(middle, counter).text, "Active State") == [
         "- Recent command: `make test` — ok",
     ]
