@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.paths import same_files
-from ctxpack.summarize.offline.actions import looks_only, make_action
+from ctxpack.summarize.offline.actions import make_action
 from ctxpack.summarize.offline.files import one_per_file
+from ctxpack.summarize.offline.marks import looks_only
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import ToolUse
 from ctxpack.transcript import Message
@@ -193,7 +194,7 @@ def test_a_command_that_only_looks(command: str, looks: bool) -> None:
         [result("c1", "ok")],
         seen=set(),
     )
-    assert looks_only(action) is looks
+    assert looks_only(action.kind, action.command) is looks
 
 
 def test_the_state_names_the_commands_that_changed_or_tested_something(

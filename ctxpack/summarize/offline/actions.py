@@ -12,10 +12,10 @@ from ctxpack import messages as m
 from ctxpack.facts.match import collapse
 from ctxpack.facts.paths import paths_in_command
 from ctxpack.facts.text import command_fact, paths_in_arguments, script_lines
-from ctxpack.filechanges import QUOTED_RE, patch_changes, removes_files, shell_writes
 from ctxpack.printed import found_count, json_shape, open_file, parse_json, printed
 from ctxpack.redact import mask
 from ctxpack.standin import ANSWERED, QUIET, ending_said, is_pruned, quoted_error, shortened
+from ctxpack.summarize.offline.marks import mark_of, marks_by_file
 from ctxpack.tooloutput import (
     aborted,
     exit_code,
@@ -30,7 +30,6 @@ from ctxpack.tools import (
     DELETE_TOOLS,
     PATH_KEYS,
     PATTERN_KEYS,
-    SEARCH_TOOLS,
     Family,
     base_name,
     command_of,
@@ -59,14 +58,6 @@ VERBS = {
     "delegate": "Delegated",
     "call": "Called",
 }
-# Commands whose path arguments are only looked at.
-_READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
-# A file's mark when the last thing done to it took it away.
-REMOVED = "removed"
-# The mark of each way a patch changes a file (filechanges.patch_changes).
-_PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
-# The mark of each way a shell redirection writes a file (filechanges.shell_writes).
-_WRITTEN = {"write": "created", "edit": "edited"}
 MAX_TARGET = 120
 # How much of what a call returned or a command printed its action quotes.
 QUOTED = 60
@@ -246,7 +237,6 @@ def make_action(
     if kind == "run" and command:
         paths = paths_in_command(command)
     patch = patch_of(name, args, use.arguments) if kind in ("edit", "create") else ""
-    changes = patch_changes(patch) if patch else []
     flagged = any(result_flagged_error(o) for o in outputs)
     code = exit_code(out) if outputs else None
     running = bool(outputs) and code is None and still_running(out)
@@ -260,15 +250,12 @@ def make_action(
         else None
     )
     pending = not outputs or running
-    mark = _mark(kind, command, failed, deletes=base_name(name) in DELETE_TOOLS)
-    file_marks = tuple((file, mark if failed else _PATCHED[how]) for file, how in changes)
-    if file_marks:
-        paths = list(dict.fromkeys(file for file, _ in file_marks))
-    elif kind == "run" and command and not failed:
-        # `cat > f.py << 'EOF'` writes f.py: its reader's mark is not f.py's.
-        written = dict(shell_writes(command))
-        if any(path in written for path in paths):
-            file_marks = tuple((path, _WRITTEN.get(written.get(path, ""), mark)) for path in paths)
+    mark = mark_of(kind, command, failed, deletes=base_name(name) in DELETE_TOOLS)
+    marked = marks_by_file(
+        kind=kind, command=command, patch=patch, paths=paths, mark=mark, failed=failed
+    )
+    if patch and marked:
+        paths = list(dict.fromkeys(file for file, _ in marked))
     parts: list[str] = []
     if not outputs:
         parts.append("no result recorded")
@@ -314,7 +301,7 @@ def make_action(
         maybe_edit=kind == "create" and not failed and "created" not in out.lower(),
         answered=bool(outputs),
         aborted=stopped,
-        file_marks=file_marks,
+        file_marks=marked,
     )
     return action if seen is None else settle(action, seen=seen)
 
@@ -368,50 +355,8 @@ def settle(action: Action, *, seen: Collection[str]) -> Action:
     if action.maybe_edit:
         action.maybe_edit = False
         if action.key in seen:
-            action.kind, action.mark = "edit", _mark("edit", action.command, action.failed)
+            action.kind, action.mark = "edit", mark_of("edit", action.command, action.failed)
     return action
 
 
-def _mark(kind: str, command: str | None, failed: bool, *, deletes: bool = False) -> str:
-    if kind == "run":
-        words = command.split() if command else []
-        reader = _reads(words)
-        if failed:
-            return ""
-        if command and removes_files(command):
-            return REMOVED
-        return "read" if reader else ""
-    if failed:
-        return f"{kind} failed"
-    if deletes:
-        return REMOVED
-    return {"read": "read", "edit": "edited", "create": "created"}.get(kind, "")
-
-
-def looks_only(action: Action) -> bool:
-    """An action that only looked: a read, a search, or a command each of
-    whose steps prints files or searches (a search tool's name run as a
-    program: grep, find, ls) and that writes nothing."""
-    if action.kind in ("read", "search"):
-        return True
-    command = action.command
-    if action.kind != "run" or not command or shell_writes(command):
-        return False
-    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
-    return all(
-        _reads(words) or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
-        for words in steps
-        if words
-    )
-
-
-def _reads(words: list[str]) -> bool:
-    """A command's words that only print the files they name (not `sed -i`)."""
-    return bool(words) and words[0] in _READERS and "-i" not in words
-
-
-# Where one step of a shell command ends and the next begins.
-_STEPS = re.compile(r"&&|\|\||[;|\n]")
-# What makes `find` act on the files it finds.
-_FIND_ACTS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
 _FIELDS = tuple(field.name for field in fields(Action))

@@ -8,8 +8,8 @@ import re
 
 from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
-from ctxpack.summarize.offline.actions import REMOVED
 from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.marks import REMOVED
 from ctxpack.summarize.offline.scan import Scan
 
 # A removal is the file's state now: it is said last.

@@ -10,7 +10,8 @@ from typing import Any
 from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
-from ctxpack.summarize.offline.actions import REMOVED, Action, make_action, settle
+from ctxpack.summarize.offline.actions import Action, make_action, settle
+from ctxpack.summarize.offline.marks import REMOVED
 from ctxpack.summarize.offline.said import (
     MAX_ASK,
     MAX_QUOTE,

@@ -12,9 +12,10 @@ from ctxpack.alternation import any_of
 from ctxpack.facts.match import collapse
 from ctxpack.redact import mask
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.actions import Action, clip, looks_only, without_count
+from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.marks import looks_only
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
@@ -286,7 +287,7 @@ def _active(scan: Scan, done: list[Action]) -> list[Item]:
     ran = [a for a in done if a.kind == "run"]
     # What a command changed or tested is the state; what one only looked at
     # is not, unless nothing else ran.
-    for action in _recent([a for a in ran if not looks_only(a)]) or _recent(ran):
+    for action in _recent([a for a in ran if not looks_only(a.kind, a.command)]) or _recent(ran):
         items.append(Item(f"- Recent command: {action.target} — {_status(action)}"))
     edits = [a for a in done if a.kind in ("edit", "create") and not a.failed]
     if edits:

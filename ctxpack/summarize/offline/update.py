@@ -19,9 +19,10 @@ from ctxpack.facts.extract import Facts
 from ctxpack.facts.match import collapse, dedupe
 from ctxpack.facts.text import identifiers_in, urls_in, versions_in
 from ctxpack.summarize.ledger import LEDGER_HEADING
-from ctxpack.summarize.offline.actions import REMOVED, VERBS, clip, head_of
+from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.files import file_item, file_items, one_per_file
 from ctxpack.summarize.offline.fit import Item
+from ctxpack.summarize.offline.marks import REMOVED, THERE
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
@@ -55,8 +56,6 @@ _TOOL_NOTE_RE = re.compile(r" \[tool: [^\]]*\]$")
 _FAILED_OUTCOME_RE = re.compile(r"^(?:failed|exit [1-9]\d*), (?!(?:nothing )?printed\b)(.+)$")
 _FILE_VERBS = frozenset(VERBS[kind] for kind in ("read", "edit", "create"))
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
-# Marks that say a file is there: a later one undoes an earlier removal.
-_THERE = frozenset({"created", "edited", "read"})
 # How an earlier record's account of the state reads once it is history.
 EARLIER_STATE = "Earlier state: "
 # How an earlier account of the state reads once the user has since said that
@@ -384,7 +383,7 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
         found = marks.setdefault(read[0], [])
         # The new turns' marks are the later ones: a file they did something
         # to is there again, whatever the earlier record said removed it.
-        back = at >= earlier and any(mark in _THERE for mark in found)
+        back = at >= earlier and any(mark in THERE for mark in found)
         for mark in read[1]:
             if mark not in found and not (back and mark == REMOVED):
                 found.append(mark)

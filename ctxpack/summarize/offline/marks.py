@@ -1,0 +1,81 @@
+"""What an action did to its files, as Relevant Files says it ("created",
+"edited", "read", "removed", "edit failed"...), and whether it only looked.
+The shell's part of it is filechanges': what a command removes or writes."""
+
+from __future__ import annotations
+
+import re
+
+from ctxpack.filechanges import QUOTED_RE, patch_changes, removes_files, shell_writes
+from ctxpack.tools import SEARCH_TOOLS
+
+# A file's mark when the last thing done to it took it away.
+REMOVED = "removed"
+# Marks that say a file is there: a later one undoes an earlier removal.
+THERE = frozenset({"created", "edited", "read"})
+# Commands whose path arguments are only looked at.
+_READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
+# The mark of each way a patch changes a file (filechanges.patch_changes).
+_PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
+# The mark of each way a shell redirection writes a file (filechanges.shell_writes).
+_WRITTEN = {"write": "created", "edit": "edited"}
+# Where one step of a shell command ends and the next begins.
+_STEPS = re.compile(r"&&|\|\||[;|\n]")
+# What makes `find` act on the files it finds.
+_FIND_ACTS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
+
+
+def mark_of(kind: str, command: str | None, failed: bool, *, deletes: bool = False) -> str:
+    """What an action of `kind` did to every file it names; `deletes`: its
+    tool takes a file away."""
+    if kind == "run":
+        if failed:
+            return ""
+        if command and removes_files(command):
+            return REMOVED
+        return "read" if _reads(command.split() if command else []) else ""
+    if failed:
+        return f"{kind} failed"
+    if deletes:
+        return REMOVED
+    return {"read": "read", "edit": "edited", "create": "created"}.get(kind, "")
+
+
+def marks_by_file(
+    *, kind: str, command: str | None, patch: str, paths: list[str], mark: str, failed: bool
+) -> tuple[tuple[str, str], ...]:
+    """Each file of a call that changes several files each its own way (a
+    patch that adds one and deletes another; a command that reads one and
+    writes another), with its mark; empty where every one of `paths` takes
+    `mark`."""
+    changes = patch_changes(patch) if patch else []
+    if changes:
+        return tuple((file, mark if failed else _PATCHED[how]) for file, how in changes)
+    if kind != "run" or not command or failed:
+        return ()
+    # `cat > f.py << 'EOF'` writes f.py: its reader's mark is not f.py's.
+    written = dict(shell_writes(command))
+    if not any(path in written for path in paths):
+        return ()
+    return tuple((path, _WRITTEN.get(written.get(path, ""), mark)) for path in paths)
+
+
+def looks_only(kind: str, command: str | None) -> bool:
+    """An action that only looked: a read, a search, or a command each of
+    whose steps prints files or searches (a search tool's name run as a
+    program: grep, find, ls) and that writes nothing."""
+    if kind in ("read", "search"):
+        return True
+    if kind != "run" or not command or shell_writes(command):
+        return False
+    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
+    return all(
+        _reads(words) or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
+        for words in steps
+        if words
+    )
+
+
+def _reads(words: list[str]) -> bool:
+    """A command's words that only print the files they name (not `sed -i`)."""
+    return bool(words) and words[0] in _READERS and "-i" not in words
