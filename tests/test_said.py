@@ -345,6 +345,20 @@ def test_a_next_step_is_left_to_do(body: str, steps: list[str]) -> None:
         ("Next, we may need to rerun the migration.", False),
         ("Next, we'd need to add a token for links.", False),
         ("Next steps: we might need a separate cache.", False),
+        # An option offered is no step taken, however it opens: the pi
+        # session's "Or we could add debug logging ..." and the airline
+        # session's "I can transfer you to a human agent" said as next steps.
+        (
+            "Next, we could add debug logging to verify which color mode is actually being"
+            " detected.",
+            False,
+        ),
+        ("Next steps: we could add a new token like `mdLinkUrl` to the theme system.", False),
+        ("Next, I can also transfer you to a human agent if you want.", False),
+        ("Next, I can't reproduce the failure without your config.", False),
+        ("Next, we would map them to existing theme colors.", False),
+        # Wanting a step is taking it.
+        ("Next, I'd like to run the build again.", True),
         # "TODO" marks a note; "todo" in prose names a thing (the Glaive session).
         ("TODO: add tests for the empty case.", True),
         ("- TODO fix the parser", True),

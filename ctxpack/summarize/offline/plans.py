@@ -21,9 +21,12 @@ import re
 # in "next, the function returns" or "Next, you can look for ...", which
 # describe or advise. "Next steps" is one where it heads what follows ("Next
 # steps:", "My next step is to..."), not in "Ready for next steps!" or "I'll
-# guide you through the next steps", which name the user's. A need hedged so
-# stays a possibility whatever opens it ("Next, we may need to ...", "Next
-# steps: we might need a migration"). "TODO" is one as a note's marker
+# guide you through the next steps", which name the user's. A step hedged
+# by a modal is an option offered, not one taken, whatever opens it ("Next,
+# we may need to ...", "Next steps: we might need a migration", "Next, we
+# could add caching", "Next, I can also add a token if you want"); "can't"
+# and "couldn't" take no step either. Wanting one is taking it ("Next, I'd
+# like to run the build"). "TODO" is one as a note's marker
 # ("TODO: add tests", "- TODO fix the parser"), not as the noun of prose ("the
 # todo item has been created", "a title for the todo item?").
 _CLAUSE = r"(?:^\W*|(?:\s[-–—]|[:;])\s+)"
@@ -50,11 +53,11 @@ _NEXT_RE = re.compile(
     rf"|{_CLAUSE}(?:(?:the|my|our|as a)\s+)?next steps?\b",
     re.IGNORECASE,
 )
-# What follows a step when its need is hedged: its subject where the step did
-# not name it, then the may, might, could, would or 'd that hedges.
-_HEDGED_NEED_RE = re.compile(
-    r"(?:\W*(?:I|we)\b)?(?:\s*['’]d|\s+(?:may|might|could|would))"
-    r"(?:\s+(?:also|still|just|first|then|now|eventually))*\s+need\b",
+# What follows a step when it is hedged: its subject where the step did not
+# name it, then the may, might, could, would, can or 'd that hedges.
+_HEDGED_RE = re.compile(
+    r"(?:\W*(?:I|we)\b)?(?:\s*['’]d|\s+(?:may|might|could|would|can)(?:not|n?['’]t)?)\b"
+    r"(?!\s+(?:like|love)\b)",
     re.IGNORECASE,
 )
 
@@ -62,8 +65,7 @@ _HEDGED_NEED_RE = re.compile(
 def plans(sentence: str) -> bool:
     """Whether `sentence` names a step the assistant itself will take."""
     return any(
-        not _IF_RE.search(sentence, 0, step.end())
-        and not _HEDGED_NEED_RE.match(sentence, step.end())
+        not _IF_RE.search(sentence, 0, step.end()) and not _HEDGED_RE.match(sentence, step.end())
         for rule in (_NEXT_RE, _OWN_NEED_RE)
         for step in rule.finditer(sentence)
     )
