@@ -3,7 +3,8 @@
 would change for it ("The fix is to ...", "To fix this issue, we should
 ...") is a decision; where it looks next, what it did, and a guess are none.
 Its last words go on past their first two sentences with those right after
-them that qualify them or state a decision, as many as the quote holds. Its
+them that qualify them or state a decision, as many as the quote holds, and
+leave out what Key Decisions or Remaining Work quotes already. Its
 answer to a question goes on with the sentence right after it when that one
 qualifies it (However, But, Note that, Although, Unfortunately) and both fit
 in the quote."""
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.summarize.offline.said import last_note, spoken
+from ctxpack.facts.match import collapse
+from ctxpack.summarize.offline.said import last_note, last_note_at, spoken
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import TAU_BENCH
 from tests.test_offline import section, summarize
@@ -107,9 +109,38 @@ def test_the_last_note_goes_on_with_what_was_concluded(bodies: list[str], note: 
     assert last_note(bodies) == note
 
 
-def test_the_cli_record_of_the_swe_agent_session_states_the_diagnosis_and_the_fix(
+# The airline session's last words in its 22nd conversation: a plan, then its ask.
+CANCEL = "To proceed with the cancellation, I'll need to look up your reservation details."
+USER_ID = "Could you please provide your user ID so I can find the relevant reservation?"
+
+
+@pytest.mark.parametrize(
+    ("body", "quoted", "note"),
+    [
+        # The decisions Key Decisions quotes are no part of the last words.
+        (EDIT, [DIAGNOSIS, FIX], f"{LOOKING} {SUGGESTS}"),
+        # Nor the plan Remaining Work quotes: the ask after it is what it waited on.
+        (f"{CANCEL} {USER_ID}", [CANCEL], USER_ID),
+        # Nor what qualifies a sentence left out.
+        (
+            "Done. All 83 tests pass. However, the docs still say 82.",
+            ["All 83 tests pass."],
+            "Done.",
+        ),
+        # Last words all quoted elsewhere are still the last words.
+        (FIX, [FIX], FIX),
+    ],
+)
+def test_the_last_note_leaves_out_what_the_record_quotes_elsewhere(
+    body: str, quoted: list[str], note: str
+) -> None:
+    assert last_note_at([body], quoted={collapse(q) for q in quoted}) == (0, note)
+
+
+def test_the_cli_record_of_the_swe_agent_session_states_the_diagnosis_and_the_fix_once(
     tmp_path: Path,
 ) -> None:
+    """Key Decisions quotes them; the last words say where the assistant was."""
     record = cli_record(SWE_AGENT, tmp_path)
     assert record["Key Decisions"] == [
         f'- The assistant stated: "{FIX}"',
@@ -117,7 +148,7 @@ def test_the_cli_record_of_the_swe_agent_session_states_the_diagnosis_and_the_fi
     ]
     assert record["Historical In-Progress State"] == [
         "- The assistant's last message in these turns said:"
-        f' "{LOOKING} {SUGGESTS} {DIAGNOSIS} {FIX}" (action 6 followed)'
+        f' "{LOOKING} {SUGGESTS}" (action 6 followed)'
     ]
 
 

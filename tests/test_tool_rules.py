@@ -200,8 +200,7 @@ def test_a_note_to_self_is_read_as_the_assistants_words_not_as_an_action(
     ]
     assert record["Historical In-Progress State"] == [
         "- The assistant's last message in these turns said: \"The reservation is in economy"
-        " class, and the user wants to upgrade to business class. I need to calculate the price"
-        ' difference for the upgrade." (action 2 followed)'
+        ' class, and the user wants to upgrade to business class." (action 2 followed)'
     ]
     assert record["Historical Remaining Work"][-1] == (
         '- The assistant planned: "I need to calculate the price difference for the upgrade."'

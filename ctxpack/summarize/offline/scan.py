@@ -137,9 +137,10 @@ class _Fold:
 
     def done(self) -> Scan:
         self._result.facts = self._facts.facts()
-        noted = last_note_at(self._said.bodies)
+        said = self._said
+        noted = last_note_at(said.bodies, quoted=said.decisions | said.next_steps)
         if noted is not None:
-            self._result.last_note_at = self._said.at[noted[0]]
+            self._result.last_note_at = said.at[noted[0]]
             self._result.last_note = noted[1]
         return self._result
 
