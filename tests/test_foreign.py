@@ -174,7 +174,9 @@ def test_claude_code_sections_map_onto_ours() -> None:
         "- Add IPv6 support",
         "- Add the IPv6 cases to the tests.",
     ]
-    assert _section(text, "Active State") == ["- Running the parser tests after the leap-day fix."]
+    assert _section(text, "Active State") == [
+        "- Earlier state: Running the parser tests after the leap-day fix."
+    ]
     context = _section(text, "Critical Context")
     assert context[0].startswith("- This record merges Claude Code's own summary (")
     assert "4 line(s) of it (notes, instructions) are only in its full text" in context[0]
@@ -202,9 +204,11 @@ def test_claude_codes_problem_solving_goes_by_what_each_item_says(item: str, hea
     body = CLAUDE.replace("   Chose one regex over a tokenizer.", f"   - {item}")
     merged = to_template(body)
     assert merged is not None
-    assert _section(merged.text, heading)[0] == f"- {item}"
+    # What blocked was so when Claude Code wrote: an earlier account.
+    said = f"- Earlier state: {item}" if heading == "Blocked" else f"- {item}"
+    assert _section(merged.text, heading)[0] == said
     others = {"Resolved Questions", "Blocked", "Key Decisions"} - {heading}
-    assert not [h for h in others if f"- {item}" in _section(merged.text, h)]
+    assert not [h for h in others if said in _section(merged.text, h)]
 
 
 def test_free_form_handoff_headings_map_and_unknown_ones_keep_their_name() -> None:
@@ -240,11 +244,17 @@ def test_headings_of_other_names_go_where_their_words_say() -> None:
     assert _section(merged.text, "Goal") == [
         "- User asked to review `custom-tools.md` and establish what custom tools are good for."
     ]
-    assert _section(merged.text, "Historical In-Progress State") == [
-        "- Reviewing the documentation against the source.",
-        "- 1. **Added intro section to custom-tools.md**",
+    # What pi reports done goes with what was done, not numbered as one of
+    # the record's actions; each item of its account of the work reads as earlier.
+    assert _section(merged.text, "Completed Actions") == [
+        "- Earlier state: **Added intro section to custom-tools.md**"
     ]
-    assert _section(merged.text, "Active State") == ["- `npm run check` passes successfully"]
+    assert _section(merged.text, "Historical In-Progress State") == [
+        "- Earlier state: Reviewing the documentation against the source."
+    ]
+    assert _section(merged.text, "Active State") == [
+        "- Earlier state: `npm run check` passes successfully"
+    ]
     assert _section(merged.text, "Historical Remaining Work") == [
         "- 1. **rpc.md**\n   - Check commands, events, types match implementation"
     ]
@@ -274,6 +284,21 @@ def test_the_real_pi_session_keeps_the_users_preferences_as_constraints(tmp_path
     ]
     assert _section(record, "Goal")[0].startswith("- User asked to review `custom-tools.md`")
     assert not any(item.startswith("---") for item in _section(record, "Critical Context"))
+    # pi's account of the work reads as earlier wherever it lands: where it
+    # stood, after the record's own last word; what it did, with the actions,
+    # before the record's own and numbered as none of them.
+    assert _section(record, "Historical In-Progress State")[1:] == [
+        "- Earlier state: Both `custom-tools.md` and README.md have been updated",
+        "- Earlier state: `npm run check` passes successfully",
+        "- Earlier state: The custom-tools.md now has a proper intro explaining use cases and"
+        " when to use vs alternatives",
+        "- Earlier state: Reviewing and updating pi-coding-agent documentation to ensure it"
+        " matches the actual source code implementation.",
+    ]
+    actions = [item.split("\n")[0] for item in _section(record, "Completed Actions")]
+    assert actions[0].startswith("- Earlier state: **system-prompt.ts** (")
+    assert actions[-3].startswith("- Earlier state: **Verified accuracy**: ")
+    assert [item[:3] for item in actions[-2:]] == ["1. ", "2. "]
 
 
 def test_gemini_clis_snapshot_is_a_summary_merged_section_by_section() -> None:
@@ -295,21 +320,26 @@ def test_gemini_clis_snapshot_is_a_summary_merged_section_by_section() -> None:
         "- packages/cli/src/ui/commands/teamCommand.ts - /team management. (created)",
         "- packages/core/src/utils/events.ts - added ActiveTeamChanged event. (modified)",
     ]
-    assert _section(merged.text, "Historical In-Progress State") == [
-        "- Added persistence for team selection in workspace settings.",
-        "- Done: Implement core team discovery and registry (TASK-01).",
+    # Its recent actions and the steps of its plan it marked done are done
+    # work; the step it was on is its state, without its stale focus mark.
+    assert _section(merged.text, "Completed Actions") == [
+        "- Earlier state: Added persistence for team selection in workspace settings.",
+        "- Earlier state: Done: Implement core team discovery and registry (TASK-01).",
     ]
+    assert _section(merged.text, "Historical In-Progress State") == []
     assert _section(merged.text, "Active State") == [
-        "- In progress: Commit finalized UI changes. <-- CURRENT FOCUS"
+        "- Earlier state: In progress: Commit finalized UI changes."
     ]
     assert _section(merged.text, "Historical Remaining Work") == ["- Finalize documentation."]
     older = to_template(OLDER_PLAN)
     assert older is not None
     assert _section(older.text, "Critical Context")[1:] == ["- Build command: `npm run build`"]
-    assert _section(older.text, "Historical In-Progress State") == [
-        "- Done: Identify the files that use the old library."
+    assert _section(older.text, "Completed Actions") == [
+        "- Earlier state: Done: Identify the files that use the old library."
     ]
-    assert _section(older.text, "Active State") == ["- In progress: Refactor `src/auth.ts`."]
+    assert _section(older.text, "Active State") == [
+        "- Earlier state: In progress: Refactor `src/auth.ts`."
+    ]
     assert _section(older.text, "Historical Remaining Work") == ["- Update the tests."]
 
 
@@ -347,9 +377,18 @@ def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> No
         ' settings (.gemini/settings.json…")'
     ) in rules
     assert not any(rule.startswith("- Active team selection MUST persist") for rule in rules)
-    # The snapshot's persistence, which the user turned around, is no current state.
+    # The snapshot's account of the work reads as earlier wherever it lands:
+    # the step it was on, without its stale focus mark, after the record's
+    # own state; the persistence it reports done, which the user turned
+    # around, as reversed. What else it did is done work, with the actions.
     state = _section(record, "Historical In-Progress State")
-    assert not [line for line in state if "Added persistence" in line]
+    assert state[1:] == [
+        "- Earlier state: In progress: Commit finalized UI and functional changes.",
+        "- Earlier, since reversed: Added persistence for team selection in workspace settings.",
+    ]
+    assert "CURRENT FOCUS" not in record
+    actions = _section(record, "Completed Actions")
+    assert not [item for item in actions if "Done: " in item and "Earlier state: " not in item]
     assert "merges Gemini CLI's own summary" in _section(record, "Critical Context")[0]
     # The snapshot's rules are no user directives among the preserved facts.
     assert "<constraint>" not in record
@@ -424,7 +463,7 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
     # worked on blocks.
     assert _section(record, "Key Decisions") == []
     assert _section(record, "Blocked")[1:] == [
-        "- Currently resolving git rebase conflict due to concurrent development"
+        "- Earlier state: Currently resolving git rebase conflict due to concurrent development"
     ]
     resolved = _section(record, "Resolved Questions")
     assert resolved[:5] == [
@@ -488,9 +527,10 @@ def test_the_other_agents_first_person_is_quoted_as_its_words() -> None:
     merged = to_template(body)
     assert merged is not None
     assert _section(merged.text, "Active State") == [
-        '- The earlier summary said: "I was running the parser tests after the leap-day fix."',
-        '- The user said "I need IPv6 too"',
-        "- Renamed `my_parser` to `parser`",
+        '- Earlier state: The earlier summary said: "I was running the parser tests after the'
+        ' leap-day fix."',
+        '- Earlier state: The user said "I need IPv6 too"',
+        "- Earlier state: Renamed `my_parser` to `parser`",
     ]
 
 

@@ -128,7 +128,7 @@ def test_an_update_says_the_state_the_user_turned_around_is_reversed(
     assert section(text, "Historical In-Progress State") == [
         "- The assistant's last message in these turns said: \"Understood: the dialog will ask"
         ' on every boot."',
-        "- Wrote the team selection dialog.",
+        "- Earlier state: Wrote the team selection dialog.",
         "- Earlier, since reversed: Persisting the team choice in settings.json.",
         "- Earlier, since reversed: Added persistence for team selection in workspace settings.",
     ]
@@ -220,6 +220,6 @@ def test_an_update_says_the_state_a_stopped_habit_added_is_reversed(
     assert section(text, "Historical In-Progress State") == [
         "- The assistant's last message in these turns said: \"Understood: the fetcher will"
         ' fail at once."',
-        "- Read the fetcher's address from the settings file.",
+        "- Earlier state: Read the fetcher's address from the settings file.",
         "- Earlier, since reversed: Added retries to the fetcher's requests.",
     ]

@@ -20,8 +20,10 @@ from ctxpack.summarize.ledger import LEDGER_HEADING, LEDGER_INTRO, with_ledger
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.summarize.statements import is_constraint
 from ctxpack.summarize.template import (
+    COMPLETED_ACTIONS,
     PREAMBLE,
     Sections,
+    as_earlier,
     canonical_heading,
     empty_sections,
     item_text,
@@ -64,7 +66,7 @@ _TARGETS = {
     "constraints": "Constraints & Preferences",
     "preferences": "Constraints & Preferences",
     "progress": "Historical In-Progress State",
-    "completed": "Historical In-Progress State",
+    "completed": COMPLETED_ACTIONS,
     "current state": "Active State",
     "state": "Active State",
     "decisions": "Key Decisions",
@@ -80,7 +82,8 @@ _TARGETS = {
 # Request", "Work Completed": pi's compaction) goes to the section of the
 # first of these rules it matches; one that matches none keeps its name in
 # Critical Context. What is done or under way comes before the task words
-# ("Completed Tasks", "Task Status").
+# ("Completed Tasks", "Task Status"); what is done goes with the record's own
+# actions.
 _KEYWORD_TARGETS = (
     (
         re.compile(r"\b(?:preferences?|constraints?|rules?|requirements?)\b"),
@@ -90,7 +93,8 @@ _KEYWORD_TARGETS = (
         re.compile(r"\b(?:remaining|next|pending|todos?|to-?do|follow-?ups?)\b"),
         "Historical Remaining Work",
     ),
-    (re.compile(r"\b(?:completed|done|progress|accomplished)\b"), "Historical In-Progress State"),
+    (re.compile(r"\b(?:completed|done|accomplished)\b"), COMPLETED_ACTIONS),
+    (re.compile(r"\bprogress\b"), "Historical In-Progress State"),
     (re.compile(r"\b(?:current (?:state|work)|status)\b"), "Active State"),
     (re.compile(r"\b(?:requests?|goals?|tasks?|objectives?|intent)\b"), "Goal"),
     (re.compile(r"\bdecisions?\b"), "Key Decisions"),
@@ -126,6 +130,12 @@ _FIRST_PERSON_RE = re.compile(
 _QUOTED_RE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 # How an item in the other agent's own voice is attributed to it.
 _SUMMARY_SAID = "The earlier summary said: "
+# The sections whose items tell how the work stood when the other agent
+# wrote (done, under way, in the way): each reads as an earlier account.
+_STATED = (COMPLETED_ACTIONS, "Active State", "Historical In-Progress State", "Blocked")
+# The number a numbered list gave an item: among the record's numbered
+# actions it would read as one of theirs.
+_LIST_NUMBER_RE = re.compile(r"^- \d+[.)]\s+")
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,10 @@ def to_template(body: str) -> Merged | None:
         else:
             left_out += 1
     sections, count = _sections(kept)
+    done = sections[COMPLETED_ACTIONS]
+    sections[COMPLETED_ACTIONS] = [_LIST_NUMBER_RE.sub("- ", item, count=1) for item in done]
+    for heading in _STATED:
+        sections[heading] = [as_earlier(item) for item in sections[heading]]
     note = (
         f"- This record merges {source}'s own summary ({len(body):,} characters, "
         f"{count} section(s)); {left_out} line(s) of it (notes, instructions) are only "
@@ -191,6 +205,8 @@ _SNAPSHOT_OPENING = "<state_snapshot>"
 _ELEMENT_RE = re.compile(r"<(\w+)((?:\s[^<>]*)?)>(.*?)</\1\s*>", re.S)
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _STATUS_RE = re.compile(r"""status\s*=\s*["']([^"']*)["']""")
+# Gemini CLI's mark of the step it was on, stale once newer turns follow.
+_FOCUS_RE = re.compile(r"\s*<--\s*current focus\s*$", re.I)
 # A plan's step marked as in the older snapshot's plan ("1. [DONE] …").
 _PLAN_STEP_RE = re.compile(r"^\s*(?:\d+[.)]\s*)?\[(DONE|IN PROGRESS|TODO)\]\s*(.+)$", re.I)
 # Where the snapshot's sections go, as the headings they become; a step of
@@ -225,7 +241,8 @@ def snapshot_markdown(body: str) -> list[str]:
             )
             for status, step in steps:
                 heading = _STEP_HEADINGS.get(status, "Current state")
-                blocks.setdefault(heading, []).append(_STEP_SAID.get(status, "") + step)
+                said = _STEP_SAID.get(status, "") + _FOCUS_RE.sub("", step)
+                blocks.setdefault(heading, []).append(said)
             continue
         heading = _SNAPSHOT_HEADINGS.get(tag, tag.replace("_", " ").capitalize())
         items = blocks.setdefault(heading, [])

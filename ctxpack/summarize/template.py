@@ -147,6 +147,18 @@ def with_prefix(item: str, prefix: str) -> str:
     return f"{marker} {prefix}{text}"
 
 
+# How an account of the work from before the record's own turns reads: an
+# earlier record's state, every step another agent's summary reports done,
+# under way or in the way. The turns since may have changed any of it, and a
+# model resuming from the record must not take it for where the work stands.
+EARLIER_STATE = "Earlier state: "
+
+
+def as_earlier(item: str) -> str:
+    """`item` marked as an earlier account of the work, once."""
+    return item if item_text(item).startswith(EARLIER_STATE) else with_prefix(item, EARLIER_STATE)
+
+
 def quote(text: str) -> str:
     """Words as a record quotes them: in double quotes, theirs made single, so
     that the quote ends where it seems to."""

@@ -36,18 +36,20 @@ from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
 from ctxpack.summarize.reversal import Denials, reverses
 from ctxpack.summarize.template import (
     COMPLETED_ACTIONS,
+    EARLIER_STATE,
     Sections,
+    as_earlier,
     item_number,
     item_text,
     left_out,
     parse,
-    with_prefix,
 )
 
-# An action's line (Action.line) as an item: listed, or numbered in Completed
-# Actions.
+# An action's line (Action.line) as an item: listed (marked as earlier in an
+# earlier account of the state), or numbered in Completed Actions.
 _ACTION_ITEM_RE = re.compile(
-    rf"^(?:[-*]|\d+\.)\s+(?P<verb>{'|'.join(VERBS.values())})\s+(?P<target>.+?)"
+    rf"^(?:[-*]|\d+\.)\s+(?:{EARLIER_STATE})?"
+    rf"(?P<verb>{'|'.join(VERBS.values())})\s+(?P<target>.+?)"
     r"(?: \(\d+ times\))? — (?P<outcome>.*)"
 )
 _TOOL_NOTE_RE = re.compile(r" \[tool: [^\]]*\]$")
@@ -56,8 +58,6 @@ _TOOL_NOTE_RE = re.compile(r" \[tool: [^\]]*\]$")
 _FAILED_OUTCOME_RE = re.compile(r"^(?:failed|exit [1-9]\d*), (?!(?:nothing )?printed\b)(.+)$")
 _FILE_VERBS = frozenset(VERBS[kind] for kind in ("read", "edit", "create"))
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
-# How an earlier record's account of the state reads once it is history.
-EARLIER_STATE = "Earlier state: "
 # How an earlier account of the state reads once the user has since said that
 # what it reports done must not be.
 REVERSED_STATE = "Earlier, since reversed: "
@@ -191,7 +191,6 @@ def merge_previous(
     merged["Constraints & Preferences"] = _rules(
         old["Constraints & Preferences"], new["Constraints & Preferences"], held
     )
-    merged[COMPLETED_ACTIONS] = _actions(old[COMPLETED_ACTIONS], new[COMPLETED_ACTIONS])
     # An account of the state in words (a model's, another agent's) that the
     # user has since turned around is no current state: it is said to be
     # reversed, after the state that still stands.
@@ -205,8 +204,13 @@ def merge_previous(
         for text in old["Historical In-Progress State"]
         if not finished.covers(text) and not (scan.last_note and text.startswith(LAST_NOTE_PREFIX))
     ]
+    # Work another agent's summary reports done, too: it stays with the
+    # actions unless reversed (no regex: a record holds hundreds of actions).
+    said_done = [t for t in old[COMPLETED_ACTIONS] if t.partition(" ")[2].startswith(EARLIER_STATE)]
     denied = Denials(scan.said)
-    turned = [text for text in worded + in_progress if _reversed_by(text, denied)]
+    turned = [text for text in worded + in_progress + said_done if _reversed_by(text, denied)]
+    done = [text for text in old[COMPLETED_ACTIONS] if text not in turned]
+    merged[COMPLETED_ACTIONS] = _actions(done, new[COMPLETED_ACTIONS])
     # The new turns' state replaces what the earlier turns showed of theirs;
     # the words are history now, unless a new action finished what they name
     # (those are left out then).
@@ -217,7 +221,7 @@ def merge_previous(
     # The earlier record's items are shown after the new turns' own (whose
     # order is 0) as they stood; of its state, the failed steps rank first.
     history = [
-        *(with_prefix(text, EARLIER_STATE) for text in earlier_state),
+        *map(as_earlier, earlier_state),
         *(text for text in in_progress if text not in turned),
         *map(_as_reversed, turned),
     ]
@@ -359,7 +363,10 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
         # the items they are (a long middle has tens of thousands).
         same = text == item.text and item.order == number
         renumbered.append(item if same else Item(text, order=number))
-    previous = [Item(text, order=item_number(text) or 0) for text in old]
+    # An action in words (another agent's) has no number: shown first, in
+    # the order it was told.
+    told = enumerate(old, start=-len(old))
+    previous = [Item(text, order=item_number(text) or at) for at, text in told]
     return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
