@@ -1,7 +1,8 @@
-"""Which files a call changes, and how: what a shell command removes or
-writes (a redirection, `cp`, `sed -i`), and what an `apply_patch` text adds,
-updates, deletes or moves. The record's file marks read these, as the
-stand-ins and the facts read the files a patch names."""
+"""Which files a call changes, and how: what a shell command removes,
+writes (a redirection, `cp`, `sed -i`) or moves (`mv`, `git mv`), and what
+an `apply_patch` text adds, updates, deletes or moves. The record's file
+marks read these, as the stand-ins and the facts read the files a patch
+names."""
 
 from __future__ import annotations
 
@@ -45,8 +46,11 @@ _SED_SCRIPT_FLAGS = frozenset({"-e", "--expression", "-f", "--file"})
 
 
 def shell_writes(command: str) -> list[tuple[str, str]]:
-    """The files a shell command writes, each with how: "write" (the file
-    made anew, or replaced whole) or "edit" (added to, changed in place)."""
+    """The files a shell command changes, each with how: "write" (the file
+    made anew, or replaced whole), "edit" (added to, changed in place),
+    "remove" (moved away) or "move" (a file moved there); a file changed
+    twice is named twice, its last change last (a redirection's counted
+    first: `jq … > tmp && mv tmp f.json`)."""
     line = command.split("\n", 1)[0]
     writes = (
         [
@@ -57,8 +61,8 @@ def shell_writes(command: str) -> list[tuple[str, str]]:
         if ">" in line
         else []
     )
-    # Parsing the words costs: only where cp or an in-place sed may be.
-    if "cp " not in line and not ("sed " in line and "-i" in line):
+    # Parsing the words costs: only where one of the commands read below may be.
+    if "cp " not in line and "mv " not in line and not ("sed " in line and "-i" in line):
         return writes
     for words in _segments(line):
         if words[:1] == ["cp"]:
@@ -67,6 +71,10 @@ def shell_writes(command: str) -> list[tuple[str, str]]:
                 writes.append((named[1], "write"))
         elif words[:1] == ["sed"] and any(w.startswith(("-i", "--in-place")) for w in words):
             writes += [(path, "edit") for path in _sed_files(words[1:])]
+        elif words[:1] == ["mv"]:
+            writes += _moves(words[1:], unsure=_MV_UNSURE)
+        elif words[:2] == ["git", "mv"]:
+            writes += _moves(words[2:], unsure=_GIT_MV_UNSURE)
     return writes
 
 
@@ -104,6 +112,80 @@ def _sed_files(words: list[str]) -> list[str]:
         else:
             files.append(word)
     return files
+
+
+# Flags that may leave a file where it was: mv's -n (--no-clobber) keeps a
+# target that is there, -i asks (a shell without a terminal answers no), -u
+# moves only onto an older target; git mv's -n only says what it would do,
+# -k skips what it cannot move.
+_MV_UNSURE = frozenset("niu")
+_GIT_MV_UNSURE = frozenset("nk")
+_MV_UNSURE_LONG = ("--no-clobber", "--interactive", "--update", "--dry-run")
+# A word the shell expands (a variable, a glob): the file it names is not known.
+_EXPANDS = frozenset("$*?[{`")
+
+
+def _moves(words: list[str], *, unsure: frozenset[str]) -> list[tuple[str, str]]:
+    """What `mv` (or `git mv`) with these arguments does: each source
+    "remove", and where it lands "move" where that is sure: under its own
+    name in a folder that is there (-t's, or the target of several sources,
+    ".", ".."), in one the target names with a "/" when the source is a
+    file's name (a directory would be renamed to it), or as the target when
+    that is a file's name, or after -T; none where a word is expanded."""
+    named: list[str] = []
+    folder: str | None = None
+    whole, options = False, True
+    rest = iter(words)
+    for word in rest:
+        if not options or not word.startswith("-") or word == "-":
+            named.append(word)
+        elif word == "--":
+            options = False
+        elif word.startswith("--"):
+            flag, _, value = word.partition("=")
+            if flag.startswith(_MV_UNSURE_LONG):
+                return []
+            if flag in ("--target-directory", "--suffix"):
+                value = value or next(rest, "")
+                folder = value if flag == "--target-directory" else folder
+            whole = whole or flag == "--no-target-directory"
+        else:
+            for at, letter in enumerate(word[1:], start=2):
+                if letter in unsure:
+                    return []
+                whole = whole or letter == "T"
+                if letter in "tS":
+                    # -t and -S take a value: the word's rest, or the next word.
+                    value = word[at:] or next(rest, "")
+                    folder = value if letter == "t" else folder
+                    break
+    target = ""
+    if folder is None:
+        if len(named) < 2:
+            return []
+        *named, target = named
+        there = target in (".", "..", "./", "../")
+        if len(named) > 1 or there or (target.endswith("/") and _file_name(named[0])):
+            folder, target = target, ""
+    if any(_EXPANDS.intersection(word) for word in (*named, folder or target)):
+        return []
+    changes = [(source, "remove") for source in named]
+    if folder is not None:
+        changes += [(_under(folder, source), "move") for source in named]
+    elif target and (whole or _file_name(target)):
+        changes.append((target, "move"))
+    return changes
+
+
+def _file_name(path: str) -> bool:
+    """Whether `path`'s last part has a suffix (`b.py`), as a file's name has."""
+    return "." in path.rsplit("/", 1)[-1].lstrip(".")
+
+
+def _under(folder: str, source: str) -> str:
+    """Where `source` lands when moved into `folder`."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return name if folder in (".", "./") else f"{folder.rstrip('/')}/{name}"
 
 
 def patched_files(patch: str) -> list[str]:

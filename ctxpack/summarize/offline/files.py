@@ -5,11 +5,12 @@ update reads such items back (file_item) to merge them with the new turns'."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.marks import REMOVED
+from ctxpack.summarize.offline.marks import REMOVED, THERE
 from ctxpack.summarize.offline.scan import Scan
 
 # A removal is the file's state now: it is said last.
@@ -24,23 +25,48 @@ def file_marks(scan: Scan) -> dict[str, list[str]]:
     marks = {path: scan.file_marks.get(path, []) for path in touched}
     for path in scan.facts.paths:
         marks.setdefault(path, [])
-    return one_per_file(marks)
+    return one_per_file(marks, apart=scan.moves)
 
 
-def one_per_file(marks: dict[str, list[str]]) -> dict[str, list[str]]:
+def one_per_file(
+    marks: dict[str, list[str]], *, apart: Collection[tuple[str, str]] = ()
+) -> dict[str, list[str]]:
     """Paths with what was done to them, each file once under its fullest
     spelling (facts.paths.same_files) where the first of its spellings stood,
-    with all their marks; a path with none was only mentioned."""
+    with all their marks; a path with none was only mentioned. The two of a
+    pair `apart` (a move's: `mv a.py lib/` takes a.py away and makes
+    lib/a.py) are two files."""
     fullest = same_files(marks)
+    own: set[str] = set()
+    for one, other in apart:
+        into = fullest.get(one, one)
+        if into == fullest.get(other, other):
+            own.add(other if into == one else one)
     out: dict[str, list[str]] = {}
     for path, found in marks.items():
-        merged = out.setdefault(fullest.get(path, path), [])
+        merged = out.setdefault(path if path in own else fullest.get(path, path), [])
         merged.extend(mark for mark in found if mark not in merged)
     for path, found in out.items():
         if len(found) > 1 and MENTIONED in found:
             found.remove(MENTIONED)
         out[path] = ordered_marks(found) or [MENTIONED]
     return out
+
+
+def kept_apart(marks: dict[str, list[str]]) -> set[tuple[str, str]]:
+    """The spellings a record lists as two files though same_files makes them
+    one, one removed and the other there: a move's, one_per_file's `apart`."""
+    fullest = same_files(marks)
+    return {
+        (path, into)
+        for path, into in fullest.items()
+        if {_gone(marks[path]), _gone(marks[into])} == {True, False}
+    }
+
+
+def _gone(marks: list[str]) -> bool | None:
+    """Whether marks say a file is gone (True) or there (False); None: neither."""
+    return True if REMOVED in marks else False if THERE.intersection(marks) else None
 
 
 def ordered_marks(marks: list[str]) -> list[str]:

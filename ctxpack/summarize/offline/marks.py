@@ -5,6 +5,7 @@ The shell's part of it is filechanges': what a command removes or writes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ctxpack.filechanges import QUOTED_RE, patch_changes, removes_files, shell_writes
 from ctxpack.tools import SEARCH_TOOLS
@@ -17,8 +18,14 @@ THERE = frozenset({"created", "edited", "read"})
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
 # The mark of each way a patch changes a file (filechanges.patch_changes).
 _PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
-# The mark of each way a shell redirection writes a file (filechanges.shell_writes).
-_WRITTEN = {"write": "created", "edit": "edited"}
+# The mark of each way a shell command changes a file (filechanges.shell_writes):
+# a move takes it away under its old name and makes it under the new one.
+_WRITTEN = {
+    "write": "created",
+    "edit": "edited",
+    "remove": REMOVED,
+    "move": "created",
+}
 # Where one step of a shell command ends and the next begins.
 _STEPS = re.compile(r"&&|\|\||[;|\n]")
 # What makes `find` act on the files it finds.
@@ -55,9 +62,19 @@ def marks_by_file(
         return ()
     # `cat > f.py << 'EOF'` writes f.py: its reader's mark is not f.py's.
     written = dict(shell_writes(command))
-    if not any(path in written for path in paths):
+    # Where a move lands (`mv a.py lib/`: lib/a.py) is a file the command
+    # names only through its parts.
+    landed = [path for path, how in written.items() if how == "move" and path not in paths]
+    if not landed and not any(path in written for path in paths):
         return ()
-    return tuple((path, _WRITTEN.get(written.get(path, ""), mark)) for path in paths)
+    return tuple((path, _WRITTEN.get(written.get(path, ""), mark)) for path in [*paths, *landed])
+
+
+def moves(marked: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The moves among one action's file marks (marks_by_file): each file it
+    removed with each it created (`mv a.py lib/`: a.py and lib/a.py)."""
+    made = [path for path, mark in marked if mark == "created"]
+    return {(path, new) for path, mark in marked if mark == REMOVED for new in made}
 
 
 def looks_only(kind: str, command: str | None) -> bool:

@@ -11,7 +11,7 @@ from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import Action, make_action, settle
-from ctxpack.summarize.offline.marks import REMOVED
+from ctxpack.summarize.offline.marks import REMOVED, moves
 from ctxpack.summarize.offline.said import (
     MAX_ASK,
     MAX_QUOTE,
@@ -47,6 +47,8 @@ class Scan:
     workdir: str | None = None
     file_marks: dict[str, list[str]] = field(default_factory=dict)
     file_touch: dict[str, int] = field(default_factory=dict)
+    # Each file moved with where it landed (marks.moves): two files.
+    moves: set[tuple[str, str]] = field(default_factory=set)
     facts: Facts = field(default_factory=Facts)
     replied: bool = False
     # Keys and heads of the actions that succeeded in the kept tail.
@@ -251,6 +253,8 @@ def _result_indexes(pairing: Pairing) -> dict[ToolUse, list[int]]:
 
 
 def _add_action(result: Scan, action: Action) -> Action:
+    if action.file_marks and not action.failed:
+        result.moves.update(moves(action.file_marks))
     for path, mark in action.marked_paths():
         result.file_touch[path] = action.index
         marks = result.file_marks.setdefault(path, [])

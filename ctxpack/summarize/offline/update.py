@@ -20,7 +20,7 @@ from ctxpack.facts.match import collapse, dedupe
 from ctxpack.facts.text import identifiers_in, urls_in, versions_in
 from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
-from ctxpack.summarize.offline.files import file_item, file_items, one_per_file
+from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, one_per_file
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import REMOVED, THERE, looks_only
 from ctxpack.summarize.offline.scan import Scan
@@ -397,6 +397,7 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
     as an account of the state they turned around (`turned`), it says so (the
     file stays listed)."""
     marks: dict[str, list[str]] = {}
+    listed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
     opaque: list[Item] = []
     earlier = len(new)
     for at, text in enumerate([item.text for item in new] + old):
@@ -407,6 +408,7 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
             )
             opaque.append(Item(_as_reversed(text) if reversed_ else text))
             continue
+        listed[at >= earlier][read[0]] = read[1]
         found = marks.setdefault(read[0], [])
         # The new turns' marks are the later ones: a file they did something
         # to is there again, whatever the earlier record said removed it.
@@ -414,4 +416,5 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
         for mark in read[1]:
             if mark not in found and not (back and mark == REMOVED):
                 found.append(mark)
-    return unique(file_items(one_per_file(marks)), opaque)
+    apart = kept_apart(listed[0]) | kept_apart(listed[1])
+    return unique(file_items(one_per_file(marks, apart=apart)), opaque)
