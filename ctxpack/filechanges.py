@@ -1,8 +1,8 @@
 """Which files a call changes, and how: what a shell command removes,
-writes (a redirection, `cp`, `sed -i`) or moves (`mv`, `git mv`), and what
-an `apply_patch` text adds, updates, deletes or moves. The record's file
-marks read these, as the stand-ins and the facts read the files a patch
-names."""
+writes (a redirection, `cp`, `sed -i`), moves (`mv`, `git mv`) or puts back
+as committed (`git checkout -- FILE`, `git restore FILE`), and what an
+`apply_patch` text adds, updates, deletes or moves. The record's file marks
+read these, as the stand-ins and the facts read the files a patch names."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ _SED_SCRIPT_FLAGS = frozenset({"-e", "--expression", "-f", "--file"})
 def shell_writes(command: str) -> list[tuple[str, str]]:
     """The files a shell command changes, each with how: "write" (the file
     made anew, or replaced whole), "edit" (added to, changed in place),
-    "remove" (moved away) or "move" (a file moved there); a file changed
-    twice is named twice, its last change last (a redirection's counted
-    first: `jq … > tmp && mv tmp f.json`)."""
+    "remove" (moved away), "move" (a file moved there) or "revert" (put back
+    as committed); a file changed twice is named twice, its last change
+    last (a redirection's counted first: `jq … > tmp && mv tmp f.json`)."""
     line = command.split("\n", 1)[0]
     writes = (
         [
@@ -62,7 +62,12 @@ def shell_writes(command: str) -> list[tuple[str, str]]:
         else []
     )
     # Parsing the words costs: only where one of the commands read below may be.
-    if "cp " not in line and "mv " not in line and not ("sed " in line and "-i" in line):
+    if (
+        "cp " not in line
+        and "mv " not in line
+        and not ("sed " in line and "-i" in line)
+        and not ("git " in line and ("checkout " in line or "restore " in line))
+    ):
         return writes
     for words in _segments(line):
         if words[:1] == ["cp"]:
@@ -75,6 +80,8 @@ def shell_writes(command: str) -> list[tuple[str, str]]:
             writes += _moves(words[1:], unsure=_MV_UNSURE)
         elif words[:2] == ["git", "mv"]:
             writes += _moves(words[2:], unsure=_GIT_MV_UNSURE)
+        elif words[:2] in (["git", "checkout"], ["git", "restore"]):
+            writes += [(path, "revert") for path in _restored(words[1], words[2:])]
     return writes
 
 
@@ -186,6 +193,51 @@ def _under(folder: str, source: str) -> str:
     """Where `source` lands when moved into `folder`."""
     name = source.rstrip("/").rsplit("/", 1)[-1]
     return name if folder in (".", "./") else f"{folder.rstrip('/')}/{name}"
+
+
+# What `git checkout` may be told before its `--` and still put the files
+# back as committed; any other word (a branch, -p, --ours) leaves what they
+# hold unsure. Without `--`, `git checkout NAME` may name a branch.
+_CHECKOUT_WORDS = frozenset({"HEAD", "-q", "--quiet", "-f", "--force"})
+
+
+def _restored(how: str, words: list[str]) -> list[str]:
+    """The files `git checkout [HEAD] -- FILE…` or `git restore FILE…` (of
+    the work tree: not --staged alone, which only unstages) put back as
+    committed; none where any flag leaves that unsure (a --source but HEAD,
+    -p, --ours)."""
+    if how == "checkout":
+        at = words.index("--") if "--" in words else -1
+        files = words[at + 1 :] if at >= 0 and _CHECKOUT_WORDS.issuperset(words[:at]) else []
+        return [] if any(_EXPANDS.intersection(word) for word in files) else files
+    files = []
+    staged = worktree = False
+    options = True
+    rest = iter(words)
+    for word in rest:
+        if not options or not word.startswith("-") or word == "-":
+            files.append(word)
+        elif word == "--":
+            options = False
+        elif word.startswith("--"):
+            flag, _, value = word.partition("=")
+            if flag == "--source" and (value or next(rest, "")) != "HEAD":
+                return []
+            if flag not in ("--source", "--staged", "--worktree", "--quiet"):
+                return []
+            staged, worktree = staged or flag == "--staged", worktree or flag == "--worktree"
+        else:
+            for at, letter in enumerate(word[1:], start=2):
+                if letter == "s":
+                    if (word[at:] or next(rest, "")) != "HEAD":
+                        return []
+                    break
+                if letter not in "qSW":
+                    return []
+                staged, worktree = staged or letter == "S", worktree or letter == "W"
+    if (staged and not worktree) or any(_EXPANDS.intersection(word) for word in files):
+        return []
+    return files
 
 
 def patched_files(patch: str) -> list[str]:

@@ -10,11 +10,14 @@ from collections.abc import Collection
 from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.marks import REMOVED, THERE
+from ctxpack.summarize.offline.marks import REMOVED, REVERTED, THERE
 from ctxpack.summarize.offline.scan import Scan
 
-# A removal is the file's state now: it is said last.
-MARK_ORDER = ("created", "edited", "read", "create failed", "edit failed", "read failed", REMOVED)
+# A removal or a revert is the file's state now: it is said last.
+MARK_ORDER = (
+    *("created", "edited", "read", "create failed", "edit failed", "read failed"),
+    *(REVERTED, REMOVED),
+)
 MENTIONED = "mentioned"
 _FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
 

@@ -12,8 +12,13 @@ from ctxpack.tools import SEARCH_TOOLS
 
 # A file's mark when the last thing done to it took it away.
 REMOVED = "removed"
+# A file's mark when it was put back as committed (`git checkout -- f`): its
+# edits are gone until a later change (CHANGED) makes it differ again.
+REVERTED = "reverted"
 # Marks that say a file is there: a later one undoes an earlier removal.
-THERE = frozenset({"created", "edited", "read"})
+THERE = frozenset({"created", "edited", "read", REVERTED})
+# Marks that change a file: a later one undoes an earlier revert.
+CHANGED = frozenset({"created", "edited", REMOVED})
 # Commands whose path arguments are only looked at.
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
 # The mark of each way a patch changes a file (filechanges.patch_changes).
@@ -25,6 +30,7 @@ _WRITTEN = {
     "edit": "edited",
     "remove": REMOVED,
     "move": "created",
+    "revert": REVERTED,
 }
 # Where one step of a shell command ends and the next begins.
 _STEPS = re.compile(r"&&|\|\||[;|\n]")

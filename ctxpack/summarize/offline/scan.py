@@ -11,7 +11,7 @@ from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import Action, make_action, settle
-from ctxpack.summarize.offline.marks import REMOVED, moves
+from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, moves
 from ctxpack.summarize.offline.said import (
     MAX_ASK,
     MAX_QUOTE,
@@ -258,9 +258,12 @@ def _add_action(result: Scan, action: Action) -> Action:
     for path, mark in action.marked_paths():
         result.file_touch[path] = action.index
         marks = result.file_marks.setdefault(path, [])
-        # A file stays removed until something done to it since succeeds.
+        # A file stays removed until something done to it since succeeds,
+        # and reverted until a change since.
         if REMOVED in marks and mark != REMOVED and not action.failed:
             marks.remove(REMOVED)
+        if REVERTED in marks and mark in CHANGED and not action.failed:
+            marks.remove(REVERTED)
         if mark and mark not in marks:
             marks.append(mark)
     prev = result.actions[-1] if result.actions else None

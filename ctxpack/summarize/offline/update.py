@@ -22,7 +22,7 @@ from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, one_per_file
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.marks import REMOVED, THERE, looks_only
+from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE, looks_only
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
@@ -411,10 +411,13 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
         listed[at >= earlier][read[0]] = read[1]
         found = marks.setdefault(read[0], [])
         # The new turns' marks are the later ones: a file they did something
-        # to is there again, whatever the earlier record said removed it.
+        # to is there again, whatever the earlier record said removed it, and
+        # one they changed is no longer as the earlier record reverted it.
         back = at >= earlier and any(mark in THERE for mark in found)
+        changed = at >= earlier and any(mark in CHANGED for mark in found)
         for mark in read[1]:
-            if mark not in found and not (back and mark == REMOVED):
+            stale = (back and mark == REMOVED) or (changed and mark == REVERTED)
+            if mark not in found and not stale:
                 found.append(mark)
     apart = kept_apart(listed[0]) | kept_apart(listed[1])
     return unique(file_items(one_per_file(marks, apart=apart)), opaque)
