@@ -30,6 +30,7 @@ SWE_AGENT = (
     / "SWE-agent__function_calling__install-1__marshmallow-code__marshmallow-1867.traj"
 )
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+CODEX = SHARED / "codex" / "Trezo-Ai__codex-session.jsonl"
 FIELDS = "/testbed/src/marshmallow/fields.py"
 
 
@@ -149,7 +150,7 @@ def test_a_command_run_again_is_one_recent_command_as_its_last_run_ended(
     counter: TokenCounter,
 ) -> None:
     middle = _ran(
-        ("git status", "nothing to commit, working tree clean"),
+        ("make build", "built"),
         ("make test", "tests failed\n\nCommand exited with code 2"),
         ("make lint", "ok"),
         ("make test", "all 12 passed"),
@@ -158,7 +159,7 @@ def test_a_command_run_again_is_one_recent_command_as_its_last_run_ended(
     assert section(text, "Active State") == [
         "- Recent command: `make test` — ok",
         "- Recent command: `make lint` — ok",
-        "- Recent command: `git status` — ok",
+        "- Recent command: `make build` — ok",
     ]
 
 
@@ -186,6 +187,30 @@ def test_the_cli_record_of_the_gemini_session_names_its_commands_once(tmp_path: 
         ("cat > /tmp/fix.py << 'EOF'\nprint(1)\nEOF", False),
         ("python reproduce.py", False),
         ("ls -l && make test", False),
+        # What asks about the machine, the shell or the repository only looks.
+        ("test -f /Users/a/.superstack/.telemetry-prompted && echo yes || echo no", True),
+        ("git -C /Users/a/Documents/'New project' status --short --branch", True),
+        (
+            "git config --global --get user.name && printf '\\n' && git config --get user.email",
+            True,
+        ),
+        ('date +"%Y-%m-%d"', True),
+        ("cd /repo && git log --oneline -5 && git diff HEAD --stat", True),
+        ('pwd && ls -la app 2>/dev/null || echo "no app"', True),
+        ("git branch -a && git remote -v && git rev-parse HEAD", True),
+        ("command -v node && node --version && uname -a && whoami && env", True),
+        # A question that sets, makes, moves or writes something is work.
+        ("git branch -D old", False),
+        ("git config user.name Ann", False),
+        ("git tag v0.8.0", False),
+        ("git diff --output=changes.patch", False),
+        ("echo x > f.txt", False),
+        ("pwd\necho x >> f.txt", False),
+        ('echo "$(make build)"', False),
+        ("date -s '2020-01-01'", False),
+        ("env CI=1 make test", False),
+        ("command make", False),
+        ("[ -d build ] || mkdir build", False),
     ],
 )
 def test_a_command_that_only_looks(command: str, looks: bool) -> None:
@@ -219,6 +244,41 @@ def test_the_swe_agent_record_s_state_is_the_script_it_ran(tmp_path: Path) -> No
     assert [line for line in record["Active State"] if "Recent command" in line] == [
         "- Recent command: `python reproduce.py` — ok",
     ]
+
+
+@pytest.mark.parametrize(
+    ("session", "recent"),
+    [
+        # Before: `git config --global --get user.name && printf '\n' && git config
+        # --global --get user.email` — exit 0 was the third.
+        (
+            CODEX,
+            [
+                "- Recent command: `cargo test --manifest-path /Users/anmolbhardwaj/Documents/"
+                "'New project'/programs/cfo_oracle/Cargo.toml` — exit 101",
+                "- Recent command: `cargo test -p cfo_oracle` — exit 101",
+                "- Recent command: `find /Users/anmolbhardwaj/Documents/'New project'/apps"
+                " -maxdepth 4 -type f | sort` — exit 0",
+            ],
+        ),
+        # Before: `date +"%Y-%m-%d"` — ok led them.
+        (
+            PI_LARGE,
+            [
+                "- Recent command: `cd /Users/badlogic/workspaces/pi-mono && npm run version:minor`"
+                " — ok",
+                "- Recent command: `code ~/.pi/agent/themes/custom-dark.json` — ok",
+                "- Recent command: `cp packages/coding-agent/src/theme/dark.json"
+                " ~/.pi/agent/themes/custom-dark.json` — ok",
+            ],
+        ),
+    ],
+)
+def test_the_state_is_not_a_question_about_the_machine(
+    session: Path, recent: list[str], tmp_path: Path
+) -> None:
+    record = cli_record(session, tmp_path, "--context-length", "16000")
+    assert [line for line in record["Active State"] if "Recent command" in line] == recent
 
 
 def test_a_goal_the_ask_quotes_is_not_stated_again(counter: TokenCounter) -> None:

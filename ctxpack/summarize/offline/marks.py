@@ -1,5 +1,6 @@
 """What an action did to its files, as Relevant Files says it ("created",
-"edited", "read", "removed", "edit failed"...), and whether it only looked.
+"edited", "read", "removed", "edit failed"...), and whether it only looked:
+read, searched, or asked about the machine, the shell or the repository.
 The shell's part of it is filechanges': what a command removes or writes."""
 
 from __future__ import annotations
@@ -36,6 +37,30 @@ _WRITTEN = {
 _STEPS = re.compile(r"&&|\|\||[;|\n]")
 # What makes `find` act on the files it finds.
 _FIND_ACTS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
+# Programs that only answer, whatever they are given: is the file there,
+# where am I, which program, who, what machine. What echo or printf prints
+# into a file is a write, which looks_only finds first. `cd` moves no file.
+_ASKERS = frozenset(
+    {"test", "[", "[[", "true", "false", "cd", "pwd", "which", "whereis", "type", "whoami"}
+    | {"id", "uname", "printenv", "echo", "printf"}
+)
+# Where a step's words run another command: its answer is that command's.
+_SUBSTITUTIONS = ("$(", "`", "<(", ">(")
+# git's commands that only show the repository.
+_GIT_SHOWS = frozenset(
+    {"status", "log", "diff", "show", "rev-parse", "rev-list", "ls-files", "ls-tree"}
+    | {"cat-file", "describe", "shortlog", "blame", "merge-base", "grep"}
+)
+# git's options before its command that take the next word (`-C DIR`).
+_GIT_TAKES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+# What makes `git config` read a setting rather than set one.
+_GIT_GETS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l"})
+# What `git branch`, `tag` and `remote` may be given and still only list:
+# any other word names a branch, tag or remote to make, move or take away.
+_GIT_LISTS = frozenset(
+    {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "-l", "--list", "--show-current"}
+)
+_GIT_LISTERS = frozenset({"branch", "tag", "remote"})
 
 
 def mark_of(kind: str, command: str | None, failed: bool, *, deletes: bool = False) -> str:
@@ -84,19 +109,59 @@ def moves(marked: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
 
 
 def looks_only(kind: str, command: str | None) -> bool:
-    """An action that only looked: a read, a search, or a command each of
-    whose steps prints files or searches (a search tool's name run as a
-    program: grep, find, ls) and that writes nothing."""
+    """An action that only looked: a read, a search, or a command that
+    writes nothing, each of whose steps prints files, searches (a search
+    tool's name run as a program: grep, find, ls) or asks (`test -f`,
+    `pwd`, `date`, `git status`, `git config --get`, `node --version`)."""
     if kind in ("read", "search"):
         return True
-    if kind != "run" or not command or shell_writes(command):
+    if kind != "run" or not command:
         return False
+    # A redirection on a later line writes too (shell_writes reads the first).
+    lines = command.split("\n") if "\n" in command else [command]
+    if any(shell_writes(line) for line in lines):
+        return False
+    asks = not any(mark in command for mark in _SUBSTITUTIONS)
     steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
     return all(
-        _reads(words) or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
+        _reads(words)
+        or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
+        or (asks and _asks(words))
         for words in steps
         if words
     )
+
+
+def _asks(words: list[str]) -> bool:
+    """A step's words that only answer a question and change nothing."""
+    program, args = words[0], words[1:]
+    if program in _ASKERS or args == ["--version"]:
+        return True
+    if program == "git":
+        return _git_shows(args)
+    if program == "date":
+        # `date -s WHEN`, `date --set=WHEN` and `date MMDDhhmm` set the clock.
+        return not any(
+            word.startswith(("-s", "--set")) or word.replace(".", "").isdigit() for word in args
+        )
+    if program == "command":
+        return args[:1] in (["-v"], ["-V"])
+    return program == "env" and not args
+
+
+def _git_shows(args: list[str]) -> bool:
+    """git's words after `git` that only show the repository or a setting."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 2 if args[at] in _GIT_TAKES else 1
+    if at >= len(args) or any(word.startswith("--output") for word in args):
+        return False
+    command, rest = args[at], args[at + 1 :]
+    if command in _GIT_SHOWS:
+        return True
+    if command == "config":
+        return rest[:1] in (["get"], ["list"]) or not _GIT_GETS.isdisjoint(rest)
+    return command in _GIT_LISTERS and _GIT_LISTS.issuperset(rest)
 
 
 def _reads(words: list[str]) -> bool:
