@@ -389,11 +389,6 @@ def test_the_real_gemini_session_resumes_from_its_snapshot(tmp_path: Path) -> No
     assert "CURRENT FOCUS" not in record
     actions = _section(record, "Completed Actions")
     assert not [item for item in actions if "Done: " in item and "Earlier state: " not in item]
-    # Where room is short, it outranks the record's own reads and searches.
-    assert "- Earlier state: Done: Enforce Team Isolation and Trust Policies (Bug Fix)." in actions
-    assert not [
-        item for item in actions if item.partition(" ")[2].startswith(("Read ", "Searched "))
-    ]
     assert "merges Gemini CLI's own summary" in _section(record, "Critical Context")[0]
     # The snapshot's rules are no user directives among the preserved facts.
     assert "<constraint>" not in record

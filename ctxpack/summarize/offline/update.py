@@ -22,7 +22,7 @@ from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, one_per_file
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE, looks_only
+from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
@@ -57,7 +57,6 @@ _TOOL_NOTE_RE = re.compile(r" \[tool: [^\]]*\]$")
 # exit it expects printed: "exit 1, nothing printed" is grep finding nothing).
 _FAILED_OUTCOME_RE = re.compile(r"^(?:failed|exit [1-9]\d*), (?!(?:nothing )?printed\b)(.+)$")
 _FILE_VERBS = frozenset(VERBS[kind] for kind in ("read", "edit", "create"))
-_KINDS = {verb: kind for kind, verb in VERBS.items()}
 _SCRIPT_NOTE_RE = re.compile(r" \(a \d+-line script\)$")
 # How an earlier account of the state reads once the user has since said that
 # what it reports done must not be.
@@ -368,26 +367,7 @@ def _actions(old: list[str], new: list[Item]) -> list[Item]:
     # the order it was told.
     told = enumerate(old, start=-len(old))
     previous = [Item(text, order=item_number(text) or at) for at, text in told]
-    ranked = repeats_last([*reversed(renumbered), *reversed(previous)])
-    # Another agent's account of its work sums up a whole session before
-    # these turns: where room is short it outranks a read or a search of
-    # the record's own, which tells where the agent looked, not what it did.
-    done: list[Item] = []
-    worded: list[Item] = []
-    looked: list[Item] = []
-    for item in ranked:
-        (worded if item.order < 0 else looked if _looked(item.text) else done).append(item)
-    return [*done, *worded, *looked] if worded else ranked
-
-
-def _looked(item: str) -> bool:
-    """An action's item that only looked, and found what it looked for (a
-    failure says something of the work)."""
-    found = _ACTION_ITEM_RE.match(item)
-    if found is None or not found["outcome"].startswith(("ok", "exit 0")):
-        return False
-    kind = _KINDS.get(found["verb"], "")
-    return looks_only(kind, found["target"].strip("`") if kind == "run" else None)
+    return repeats_last([*reversed(renumbered), *reversed(previous)])
 
 
 def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) -> list[Item]:
