@@ -211,6 +211,10 @@ def test_the_cli_record_of_the_gemini_session_names_its_commands_once(tmp_path: 
         ("env CI=1 make test", False),
         ("command make", False),
         ("[ -d build ] || mkdir build", False),
+        # Search programs and filters of what a search found only look.
+        ("rg --files src -g 'README*'", True),
+        ("find apps -maxdepth 4 -type f | sort", True),
+        ("sort -o sorted.txt names.txt", False),
     ],
 )
 def test_a_command_that_only_looks(command: str, looks: bool) -> None:
@@ -257,8 +261,8 @@ def test_the_swe_agent_record_s_state_is_the_script_it_ran(tmp_path: Path) -> No
                 "- Recent command: `cargo test --manifest-path /Users/anmolbhardwaj/Documents/"
                 "'New project'/programs/cfo_oracle/Cargo.toml` — exit 101",
                 "- Recent command: `cargo test -p cfo_oracle` — exit 101",
-                "- Recent command: `find /Users/anmolbhardwaj/Documents/'New project'/apps"
-                " -maxdepth 4 -type f | sort` — exit 0",
+                "- Recent command: `bash /Users/anmolbhardwaj/.claude/skills/apply-grant/"
+                "export-session.sh .` — exit 0",
             ],
         ),
         # Before: `date +"%Y-%m-%d"` — ok led them.
@@ -279,6 +283,21 @@ def test_the_state_is_not_a_question_about_the_machine(
 ) -> None:
     record = cli_record(session, tmp_path, "--context-length", "16000")
     assert [line for line in record["Active State"] if "Recent command" in line] == recent
+
+
+def test_where_only_looks_ran_the_state_is_what_they_read_or_searched(tmp_path: Path) -> None:
+    # Before: `git -C …/'New project' status --short --branch` and `test -f
+    # …/.telemetry-prompted && echo yes || echo no`, questions, stood beside them.
+    record = cli_record(CODEX, tmp_path)
+    recent = [line for line in record["Active State"] if "Recent command" in line]
+    assert [line.split("`")[1].split()[0] for line in recent] == ["rg", "ls"]
+
+
+def test_a_command_that_only_asks_is_told_from_one_that_read(counter: TokenCounter) -> None:
+    middle = _ran(("cat src/a.py", "x = 1"), ("git status --short", " M src/a.py"), ("pwd", "/r"))
+    assert section(summarize(middle, counter).text, "Active State") == [
+        "- Recent command: `cat src/a.py` — ok",
+    ]
 
 
 def test_a_goal_the_ask_quotes_is_not_stated_again(counter: TokenCounter) -> None:

@@ -21,7 +21,11 @@ THERE = frozenset({"created", "edited", "read", REVERTED})
 # Marks that change a file: a later one undoes an earlier revert.
 CHANGED = frozenset({"created", "edited", REMOVED})
 # Commands whose path arguments are only looked at.
-_READERS = frozenset({"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed"})
+_READERS = frozenset(
+    {"cat", "head", "tail", "less", "more", "wc", "nl", "bat", "sed", "sort", "cut"}
+)
+# Search programs that are no agent's tool name (SEARCH_TOOLS holds those).
+_SEARCHERS = frozenset({"rg", "ag", "ack", "fd", "tree"})
 # The mark of each way a patch changes a file (filechanges.patch_changes).
 _PATCHED = {"add": "created", "update": "edited", "delete": REMOVED}
 # The mark of each way a shell command changes a file (filechanges.shell_writes):
@@ -126,10 +130,20 @@ def looks_only(kind: str, command: str | None) -> bool:
     return all(
         _reads(words)
         or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
+        or words[0] in _SEARCHERS
         or (asks and _asks(words))
         for words in steps
         if words
     )
+
+
+def asks_only(command: str | None) -> bool:
+    """A command each of whose steps only asks (looks_only's `pwd`, `test
+    -f`, `git status`): it says where the agent was, not what it looked at."""
+    if not command or any(mark in command for mark in _SUBSTITUTIONS):
+        return False
+    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
+    return all(_asks(words) for words in steps if words)
 
 
 def _asks(words: list[str]) -> bool:
@@ -166,4 +180,10 @@ def _git_shows(args: list[str]) -> bool:
 
 def _reads(words: list[str]) -> bool:
     """A command's words that only print the files they name (not `sed -i`)."""
-    return bool(words) and words[0] in _READERS and "-i" not in words
+    # `sed -i` edits in place, `sort -o FILE` writes FILE.
+    return (
+        bool(words)
+        and words[0] in _READERS
+        and "-i" not in words
+        and not any(word.startswith(("-o", "--output")) for word in words)
+    )

@@ -15,7 +15,7 @@ from ctxpack.summarize.ledger import user_words
 from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
-from ctxpack.summarize.offline.marks import looks_only
+from ctxpack.summarize.offline.marks import asks_only, looks_only
 from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
@@ -286,8 +286,16 @@ def _active(scan: Scan, done: list[Action]) -> list[Item]:
         items.append(Item(f"- Last test run: {last.target} — {last.tests} ({_status(last)})"))
     ran = [a for a in done if a.kind == "run"]
     # What a command changed or tested is the state; what one only looked at
-    # is not, unless nothing else ran.
-    for action in _recent([a for a in ran if not looks_only(a.kind, a.command)]) or _recent(ran):
+    # is not, unless nothing else ran, and then what it read or searched
+    # before what it asked (`pwd`, `git status`).
+    worked: list[Action] = []
+    found: list[Action] = []
+    for action in ran:
+        if not looks_only(action.kind, action.command):
+            worked.append(action)
+        elif not asks_only(action.command):
+            found.append(action)
+    for action in _recent(worked) or _recent(found) or _recent(ran):
         items.append(Item(f"- Recent command: {action.target} — {_status(action)}"))
     edits = [a for a in done if a.kind in ("edit", "create") and not a.failed]
     if edits:
