@@ -458,6 +458,12 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
     state = _section(record, "Historical In-Progress State")
     assert "- Earlier state: Attempted `git push origin main` which was rejected" in state
     assert not [line for line in state if line.startswith("- (+")]
+    # Its account in its own voice is labelled once, and quoted as its words.
+    assert state[1] == (
+        '- Earlier state: "Immediately before this summary request, I was attempting to push the'
+        " completed work for issue #716 (CLI commands for aggregate metrics). The specific"
+        " sequence was:\" (the earlier summary's words)"
+    )
     # Its Problem Solving section: the problems solved are resolved, before
     # the errors' accounts in full, each of which still fits; the rebase still
     # worked on blocks.
@@ -527,8 +533,8 @@ def test_the_other_agents_first_person_is_quoted_as_its_words() -> None:
     merged = to_template(body)
     assert merged is not None
     assert _section(merged.text, "Active State") == [
-        '- Earlier state: The earlier summary said: "I was running the parser tests after the'
-        ' leap-day fix."',
+        '- Earlier state: "I was running the parser tests after the leap-day fix."'
+        " (the earlier summary's words)",
         '- Earlier state: The user said "I need IPv6 too"',
         "- Earlier state: Renamed `my_parser` to `parser`",
     ]

@@ -530,8 +530,8 @@ def test_an_earlier_account_in_the_other_agents_voice_stays_attributed(
     assert merged is not None
     text = summarize(claude_messages(OPUS)[1:-1], counter, previous_summary=merged.text).text
     assert section(text, "Historical In-Progress State")[1:] == [
-        '- Earlier state: The earlier summary said: "I was making the regex pass its last case.'
-        ' The steps were:"',
+        '- Earlier state: "I was making the regex pass its last case. The steps were:"'
+        " (the earlier summary's words)",
         "- Earlier state: Widened the day range to 29 for February",
     ]
 

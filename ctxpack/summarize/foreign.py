@@ -128,8 +128,10 @@ _FIRST_PERSON_RE = re.compile(
     r"\b(?:I(?:['’](?:m|ve|ll|d))?(?![/\w-])|[Ww]e(?:['’](?:re|ve|ll|d))?|[Mm]y|me|[Oo]urs?|us)\b"
 )
 _QUOTED_RE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
-# How an item in the other agent's own voice is attributed to it.
-_SUMMARY_SAID = "The earlier summary said: "
+# How an item in the other agent's own voice is attributed to it: after the
+# quote, so that the one label of an earlier account ("Earlier state: ") still
+# leads the item, as an update reads it.
+_SUMMARY_WORDS = " (the earlier summary's words)"
 # The sections whose items tell how the work stood when the other agent
 # wrote (done, under way, in the way): each reads as an earlier account.
 _STATED = (COMPLETED_ACTIONS, "Active State", "Historical In-Progress State", "Blocked")
@@ -334,7 +336,7 @@ def _attributed(item: str) -> str:
     if not _FIRST_PERSON_RE.search(_QUOTED_RE.sub("", item_text(item))):
         return item
     marker = head[: len(head) - len(item_text(head))]
-    return f"{marker}{_SUMMARY_SAID}{quote(item_text(head))}{newline}{rest}"
+    return f"{marker}{quote(item_text(head))}{_SUMMARY_WORDS}{newline}{rest}"
 
 
 def _target(title: str) -> str:
