@@ -299,6 +299,13 @@ def test_the_real_pi_session_keeps_the_users_preferences_as_constraints(tmp_path
     assert actions[0].startswith("- Earlier state: **system-prompt.ts** (")
     assert actions[-3].startswith("- Earlier state: **Verified accuracy**: ")
     assert [item[:3] for item in actions[-2:]] == ["1. ", "2. "]
+    # What pi reports committed is done work, with the rest of it.
+    committed = (
+        '- Earlier state: All above changes committed with message: "Improve system prompt docs,'
+        ' clean up theme/skills/hooks docs, fix toolResults type"'
+    )
+    assert committed in actions
+    assert not [item for item in _section(record, "Critical Context") if "committed" in item]
 
 
 def test_gemini_clis_snapshot_is_a_summary_merged_section_by_section() -> None:

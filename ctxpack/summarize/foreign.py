@@ -82,8 +82,8 @@ _TARGETS = {
 # Request", "Work Completed": pi's compaction) goes to the section of the
 # first of these rules it matches; one that matches none keeps its name in
 # Critical Context. What is done or under way comes before the task words
-# ("Completed Tasks", "Task Status"); what is done goes with the record's own
-# actions.
+# ("Completed Tasks", "Task Status"); what is done (or committed: done work
+# too) goes with the record's own actions.
 _KEYWORD_TARGETS = (
     (
         re.compile(r"\b(?:preferences?|constraints?|rules?|requirements?)\b"),
@@ -93,7 +93,7 @@ _KEYWORD_TARGETS = (
         re.compile(r"\b(?:remaining|next|pending|todos?|to-?do|follow-?ups?)\b"),
         "Historical Remaining Work",
     ),
-    (re.compile(r"\b(?:completed|done|accomplished)\b"), COMPLETED_ACTIONS),
+    (re.compile(r"\b(?:completed|done|accomplished|committed)\b"), COMPLETED_ACTIONS),
     (re.compile(r"\bprogress\b"), "Historical In-Progress State"),
     (re.compile(r"\b(?:current (?:state|work)|status)\b"), "Active State"),
     (re.compile(r"\b(?:requests?|goals?|tasks?|objectives?|intent)\b"), "Goal"),
