@@ -269,7 +269,7 @@ def test_claude_codes_own_summary_is_merged_into_the_record(tmp_path: Path) -> N
     remaining = record.split("## Historical Remaining Work\n", 1)[1].split("\n## ", 1)[0]
     assert "- Push issue #716 completion" in remaining
     resolved = record.split("## Resolved Questions\n", 1)[1].split("\n## ", 1)[0]
-    assert "- **Compilation Error - Missing SessionMetrics fields**:" in resolved
+    assert "- Earlier state: **Compilation Error - Missing SessionMetrics fields**:" in resolved
     assert "merges Claude Code's own summary (11,739 characters, 9 section(s))" in record
     # What is cut is counted, and the full text is archived with the source turns.
     (line,) = [x for x in record.splitlines() if x.startswith(markers.SOURCE_TURNS)]

@@ -166,8 +166,10 @@ def test_claude_code_sections_map_onto_ours() -> None:
         "- **parser.py**:\n  - Added `parse_line()`:\n    ```python\n    def parse_line(line):\n"
         "        return PATTERN.match(line)\n    ```"
     ]
+    # An error with its fix is a question the other agent resolved, as it told it.
     assert _section(text, "Resolved Questions") == [
-        "- **Test failure**: the date group missed leap days\n  - Fix: widened the day range"
+        "- Earlier state: **Test failure**: the date group missed leap days\n"
+        "  - Fix: widened the day range"
     ]
     assert _section(text, "Key Decisions") == ["- Chose one regex over a tokenizer."]
     assert _section(text, "Historical Remaining Work") == [
@@ -189,10 +191,10 @@ def test_claude_code_sections_map_onto_ours() -> None:
 @pytest.mark.parametrize(
     ("item", "heading"),
     [
-        # A problem solved is resolved, first: its one line before the errors' detail.
-        ("Fixed the leap-day bug in the date group", "Resolved Questions"),
-        ("Successfully implemented the access-log parser", "Resolved Questions"),
-        ("Handled the type errors in the tests", "Resolved Questions"),
+        # A problem solved is work done.
+        ("Fixed the leap-day bug in the date group", "Completed Actions"),
+        ("Successfully implemented the access-log parser", "Completed Actions"),
+        ("Handled the type errors in the tests", "Completed Actions"),
         # Troubleshooting still going on blocks.
         ("Currently resolving a rebase conflict with main", "Blocked"),
         ("IPv6 addresses still fail to parse", "Blocked"),
@@ -204,10 +206,10 @@ def test_claude_codes_problem_solving_goes_by_what_each_item_says(item: str, hea
     body = CLAUDE.replace("   Chose one regex over a tokenizer.", f"   - {item}")
     merged = to_template(body)
     assert merged is not None
-    # What blocked was so when Claude Code wrote: an earlier account.
-    said = f"- Earlier state: {item}" if heading == "Blocked" else f"- {item}"
+    # What was done or blocked was so when Claude Code wrote: an earlier account.
+    said = f"- {item}" if heading == "Key Decisions" else f"- Earlier state: {item}"
     assert _section(merged.text, heading)[0] == said
-    others = {"Resolved Questions", "Blocked", "Key Decisions"} - {heading}
+    others = {"Completed Actions", "Blocked", "Key Decisions"} - {heading}
     assert not [h for h in others if said in _section(merged.text, h)]
 
 
@@ -471,27 +473,30 @@ def test_the_real_stream_json_session_keeps_its_rules_as_constraints(tmp_path: P
         " completed work for issue #716 (CLI commands for aggregate metrics). The specific"
         " sequence was:\" (the earlier summary's words)"
     )
-    # Its Problem Solving section: the problems solved are resolved, before
-    # the errors' accounts in full, each of which still fits; the rebase still
+    # Its Problem Solving section: the problems solved are work done, shown
+    # first among the actions as the earlier summary's; the rebase still
     # worked on blocks.
     assert _section(record, "Key Decisions") == []
     assert _section(record, "Blocked")[1:] == [
         "- Earlier state: Currently resolving git rebase conflict due to concurrent development"
     ]
-    resolved = _section(record, "Resolved Questions")
-    assert resolved[:5] == [
-        "- Successfully implemented per-issue and per-directive metrics tracking (#714)",
-        "- Fixed 4 out of 5 failing autopilot tests, reduced failures from 5 to 1 (#715)",
-        "- Implemented complete CLI interface for querying aggregate metrics (#716)",
-        "- Navigated database schema migrations and in-memory testing challenges",
-        "- Handled type system errors in Rust (borrowing, dereferencing)",
+    assert _section(record, "Completed Actions")[:5] == [
+        "- Earlier state: Successfully implemented per-issue and per-directive metrics tracking"
+        " (#714)",
+        "- Earlier state: Fixed 4 out of 5 failing autopilot tests, reduced failures from 5 to 1"
+        " (#715)",
+        "- Earlier state: Implemented complete CLI interface for querying aggregate metrics (#716)",
+        "- Earlier state: Navigated database schema migrations and in-memory testing challenges",
+        "- Earlier state: Handled type system errors in Rust (borrowing, dereferencing)",
     ]
-    assert [item.split("\n")[0] for item in resolved[5:]] == [
-        "- **Compilation Error - Missing SessionMetrics fields**:",
-        "- **Test Failure - Invalid public key in state encryption**:",
-        "- **Test Failure - Tool_calls table not found**:",
-        "- **Type Error - String vs &str**:",
-        "- **Type Error - Cannot dereference i32**:",
+    # Its errors, each with its fix, are the questions it resolved, as it told them.
+    resolved = _section(record, "Resolved Questions")
+    assert [item.split("\n")[0] for item in resolved] == [
+        "- Earlier state: **Compilation Error - Missing SessionMetrics fields**:",
+        "- Earlier state: **Test Failure - Invalid public key in state encryption**:",
+        "- Earlier state: **Test Failure - Tool_calls table not found**:",
+        "- Earlier state: **Type Error - String vs &str**:",
+        "- Earlier state: **Type Error - Cannot dereference i32**:",
     ]
     assert left_out(record)["Resolved Questions"] == 1
     # The earlier state is shown whole beside them.

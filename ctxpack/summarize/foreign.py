@@ -38,7 +38,9 @@ from ctxpack.summarize.template import render as render_template
 _REQUEST = "primary request and intent"
 # Claude Code's account of the problems it solved and the troubleshooting
 # still going on, item by item: a problem still worked on blocks, one solved
-# is resolved; what is neither (a choice it made) stays a decision.
+# ("Fixed 4 of 5 failing tests", "Successfully implemented X") is work done;
+# what is neither (a choice it made) stays a decision. Its "Errors and fixes"
+# pair each problem with its fix: those are the questions it resolved.
 _PROBLEMS = "problem solving"
 _ONGOING_RE = re.compile(
     r"\b(?:currently|still|ongoing|in progress|unresolved|not yet|working on|trying to)\b", re.I
@@ -133,8 +135,14 @@ _QUOTED_RE = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
 # leads the item, as an update reads it.
 _SUMMARY_WORDS = " (the earlier summary's words)"
 # The sections whose items tell how the work stood when the other agent
-# wrote (done, under way, in the way): each reads as an earlier account.
-_STATED = (COMPLETED_ACTIONS, "Active State", "Historical In-Progress State", "Blocked")
+# wrote (done, under way, in the way, fixed): each reads as an earlier account.
+_STATED = (
+    COMPLETED_ACTIONS,
+    "Active State",
+    "Historical In-Progress State",
+    "Blocked",
+    "Resolved Questions",
+)
 # The number a numbered list gave an item: among the record's numbered
 # actions it would read as one of theirs.
 _LIST_NUMBER_RE = re.compile(r"^- \d+[.)]\s+")
@@ -292,9 +300,6 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             continue
         blocks.append((title, [rest] if rest else []))
     count = 0
-    # A solved problem's one line comes before the errors' accounts in full:
-    # when the room runs short, the detail is cut first.
-    solved: list[str] = []
     for title, body in blocks:
         items = _items(body)
         if not items:
@@ -311,11 +316,9 @@ def _sections(lines: list[str]) -> tuple[Sections, int]:
             rule = request and is_constraint(item)
             said = item if target == LEDGER_HEADING else _attributed(item)
             if problems:
-                place = _problem_place(item_text(item))
-                (solved if place == "Resolved Questions" else out[place]).append(said)
+                out[_problem_place(item_text(item))].append(said)
                 continue
             out["Constraints & Preferences" if rule else target].append(with_prefix(said, prefix))
-    out["Resolved Questions"][:0] = solved
     return out, count
 
 
@@ -324,7 +327,7 @@ def _problem_place(text: str) -> str:
     if _ONGOING_RE.search(text):
         return "Blocked"
     if _SOLVED_RE.search(text):
-        return "Resolved Questions"
+        return COMPLETED_ACTIONS
     return _TARGETS[_PROBLEMS]
 
 
