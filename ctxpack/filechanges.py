@@ -128,6 +128,10 @@ def _sed_files(words: list[str]) -> list[str]:
 _MV_UNSURE = frozenset("niu")
 _GIT_MV_UNSURE = frozenset("nk")
 _MV_UNSURE_LONG = ("--no-clobber", "--interactive", "--update", "--dry-run")
+# mv's long options that take a value.
+_MV_VALUED = frozenset({"--target-directory", "--suffix"})
+# What `git restore` may be told and still put the work tree's files back.
+_RESTORE_FLAGS = frozenset({"-q", "--quiet", "-S", "--staged", "-W", "--worktree"})
 # A word the shell expands (a variable, a glob): the file it names is not known.
 _EXPANDS = frozenset("$*?[{`")
 
@@ -139,33 +143,16 @@ def _moves(words: list[str], *, unsure: frozenset[str]) -> list[tuple[str, str]]
     ".", ".."), in one the target names with a "/" when the source is a
     file's name (a directory would be renamed to it), or as the target when
     that is a file's name, or after -T; none where a word is expanded."""
-    named: list[str] = []
+    named, options = _options(words, valued="tS", valued_long=_MV_VALUED)
     folder: str | None = None
-    whole, options = False, True
-    rest = iter(words)
-    for word in rest:
-        if not options or not word.startswith("-") or word == "-":
-            named.append(word)
-        elif word == "--":
-            options = False
-        elif word.startswith("--"):
-            flag, _, value = word.partition("=")
-            if flag.startswith(_MV_UNSURE_LONG):
-                return []
-            if flag in ("--target-directory", "--suffix"):
-                value = value or next(rest, "")
-                folder = value if flag == "--target-directory" else folder
-            whole = whole or flag == "--no-target-directory"
-        else:
-            for at, letter in enumerate(word[1:], start=2):
-                if letter in unsure:
-                    return []
-                whole = whole or letter == "T"
-                if letter in "tS":
-                    # -t and -S take a value: the word's rest, or the next word.
-                    value = word[at:] or next(rest, "")
-                    folder = value if letter == "t" else folder
-                    break
+    whole = False
+    for flag, value in options:
+        long_unsure = flag.startswith("--") and flag.startswith(_MV_UNSURE_LONG)
+        if long_unsure or (len(flag) == 2 and flag[1] in unsure):
+            return []
+        if flag in ("-t", "--target-directory"):
+            folder = value
+        whole = whole or flag in ("-T", "--no-target-directory")
     target = ""
     if folder is None:
         if len(named) < 2:
@@ -182,6 +169,35 @@ def _moves(words: list[str], *, unsure: frozenset[str]) -> list[tuple[str, str]]
     elif target and (whole or _file_name(target)):
         changes.append((target, "move"))
     return changes
+
+
+def _options(
+    words: list[str], *, valued: str, valued_long: frozenset[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """A command's operands, and its options each with its value: a short
+    one of `valued` takes the word's rest or the next word (`-tDIR`, `-t
+    DIR`), one of `valued_long` what follows its "=" or the next word; a
+    cluster (`-fv`) is one option a letter. After `--` every word is an
+    operand."""
+    operands: list[str] = []
+    options: list[tuple[str, str]] = []
+    ended = False
+    rest = iter(words)
+    for word in rest:
+        if ended or not word.startswith("-") or word == "-":
+            operands.append(word)
+        elif word == "--":
+            ended = True
+        elif word.startswith("--"):
+            flag, equals, value = word.partition("=")
+            options.append((flag, value if equals or flag not in valued_long else next(rest, "")))
+        else:
+            for at, letter in enumerate(word[1:], start=2):
+                if letter in valued:
+                    options.append((f"-{letter}", word[at:] or next(rest, "")))
+                    break
+                options.append((f"-{letter}", ""))
+    return operands, options
 
 
 def _file_name(path: str) -> bool:
@@ -210,31 +226,16 @@ def _restored(how: str, words: list[str]) -> list[str]:
         at = words.index("--") if "--" in words else -1
         files = words[at + 1 :] if at >= 0 and _CHECKOUT_WORDS.issuperset(words[:at]) else []
         return [] if any(_EXPANDS.intersection(word) for word in files) else files
-    files = []
+    files, options = _options(words, valued="s", valued_long=frozenset({"--source"}))
     staged = worktree = False
-    options = True
-    rest = iter(words)
-    for word in rest:
-        if not options or not word.startswith("-") or word == "-":
-            files.append(word)
-        elif word == "--":
-            options = False
-        elif word.startswith("--"):
-            flag, _, value = word.partition("=")
-            if flag == "--source" and (value or next(rest, "")) != "HEAD":
+    for flag, value in options:
+        if flag in ("-s", "--source"):
+            if value != "HEAD":
                 return []
-            if flag not in ("--source", "--staged", "--worktree", "--quiet"):
-                return []
-            staged, worktree = staged or flag == "--staged", worktree or flag == "--worktree"
-        else:
-            for at, letter in enumerate(word[1:], start=2):
-                if letter == "s":
-                    if (word[at:] or next(rest, "")) != "HEAD":
-                        return []
-                    break
-                if letter not in "qSW":
-                    return []
-                staged, worktree = staged or letter == "S", worktree or letter == "W"
+        elif flag not in _RESTORE_FLAGS:
+            return []
+        staged = staged or flag in ("-S", "--staged")
+        worktree = worktree or flag in ("-W", "--worktree")
     if (staged and not worktree) or any(_EXPANDS.intersection(word) for word in files):
         return []
     return files
