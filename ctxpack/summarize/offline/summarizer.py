@@ -23,14 +23,13 @@ from ctxpack.summarize.ledger import (
     with_ledger,
 )
 from ctxpack.summarize.offline.fit import Item, fit
+from ctxpack.summarize.offline.progress import first_new_number
 from ctxpack.summarize.offline.scan import scan
 from ctxpack.summarize.offline.sections import build, head_goal
 from ctxpack.summarize.offline.update import left_out_before, merge_previous
 from ctxpack.summarize.protocol import SummaryRequest, SummaryResult
 from ctxpack.summarize.statements import Classified, Kind
 from ctxpack.summarize.template import (
-    COMPLETED_ACTIONS,
-    max_number,
     parse,
     render,
     render_compact,
@@ -100,7 +99,7 @@ class OfflineSummarizer:
         replaced = ledger.superseded()
         previous = None if request.previous_summary is None else parse(request.previous_summary)
         # An update numbers its new actions after the previous record's.
-        start = 1 if previous is None else max_number(previous.get(COMPLETED_ACTIONS, [])) + 1
+        start = 1 if previous is None else first_new_number(previous)
         asked = head_goal(request.head)
         fresh = build(
             found,

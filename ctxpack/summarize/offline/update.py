@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ctxpack.facts.extract import Facts
 from ctxpack.facts.match import collapse, dedupe
@@ -23,12 +22,12 @@ from ctxpack.summarize.offline.actions import VERBS, clip, head_of
 from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, one_per_file
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE
+from ctxpack.summarize.offline.progress import counted_on, first_new_number
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     LAST_NOTE_PREFIX,
     PROGRESS_RE,
     TRACKED_STATE_RE,
-    progress_line,
     repeats_last,
     unique,
 )
@@ -181,7 +180,7 @@ def merge_previous(
     old = {heading: list(previous.get(heading, [])) for heading in HEADINGS}
     merged: dict[str, list[Item]] = {}
 
-    snapshot = _counted_on(new["Historical Task Snapshot"], old["Historical Task Snapshot"])
+    snapshot = counted_on(new["Historical Task Snapshot"], old["Historical Task Snapshot"])
     if not scan.asks:
         # The earlier request still stands; its progress is counted in the new line.
         kept = [t for t in old["Historical Task Snapshot"] if not PROGRESS_RE.match(t)]
@@ -210,7 +209,7 @@ def merge_previous(
     denied = Denials(scan.said)
     turned = [text for text in worded + in_progress + said_done if _reversed_by(text, denied)]
     done = [text for text in old[COMPLETED_ACTIONS] if text not in turned]
-    merged[COMPLETED_ACTIONS] = _actions(done, new[COMPLETED_ACTIONS])
+    merged[COMPLETED_ACTIONS] = _actions(done, new[COMPLETED_ACTIONS], first_new_number(previous))
     # The new turns' state replaces what the earlier turns showed of theirs;
     # the words are history now, unless a new action finished what they name
     # (those are left out then).
@@ -326,34 +325,9 @@ def _words(text: str) -> str:
     return found.group(1) if found else item_text(text)
 
 
-def _counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
-    """The new snapshot with the earlier record's progress counted into its
-    own: Completed Actions goes on from the earlier list, so the count is of
-    every round's actions, not the new turns' alone. New turns with no
-    action keep the earlier line as it was."""
-    earlier = [found for found in map(PROGRESS_RE.match, old) if found]
-    if not earlier:
-        return snapshot
-    recorded = sum(_count(found.group(1)) for found in earlier)
-    failed = sum(_count(found.group(2)) for found in earlier)
-    for at, item in enumerate(snapshot):
-        found = PROGRESS_RE.match(item.text)
-        if found:
-            recorded += _count(found.group(1))
-            failed += _count(found.group(2))
-            counted = replace(item, text=progress_line(recorded, failed) + found.group(3))
-            return [*snapshot[:at], counted, *snapshot[at + 1 :]]
-    return [*snapshot, *(Item(found.group(0)) for found in earlier)]
-
-
-def _count(digits: str | None) -> int:
-    return int(digits.replace(",", "")) if digits else 0
-
-
-def _actions(old: list[str], new: list[Item]) -> list[Item]:
+def _actions(old: list[str], new: list[Item], start: int) -> list[Item]:
     """Earlier numbered actions stay as they were; the new ones are numbered on
-    from the highest earlier number (a repeated action is a new event)."""
-    start = max((n for n in map(item_number, old) if n is not None), default=0) + 1
+    from `start` (a repeated action is a new event)."""
     renumbered = []
     for offset, item in enumerate(sorted(new, key=lambda i: i.order)):
         body = item.text.split(". ", 1)[1] if item_number(item.text) is not None else item.text

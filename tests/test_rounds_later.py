@@ -1,0 +1,63 @@
+"""Round after round, a record goes on from the one it updates: its actions
+are numbered after every action that record counted, shown or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxpack import formats, markers
+from ctxpack.align.budget import Budget
+from ctxpack.formats.base import ReadOptions
+from ctxpack.pipeline.compaction import CompressSettings, compress_messages
+from ctxpack.summarize.ledger import user_words
+from ctxpack.summarize.offline.sections import PROGRESS_RE
+from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse
+from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Message
+from tests.conftest import SHARED
+
+GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
+
+
+def _rounds(path: Path, window: int, parts: int) -> list[dict[str, list[str]]]:
+    """The session compacted up to each of its `parts` user messages (the
+    last part to its end), each round the output of the one before and the
+    turns since: every round's record."""
+    data = formats.read(path.read_bytes(), path=str(path), options=ReadOptions(skip_invalid=True))
+    messages = max(data.sessions, key=lambda s: len(s.messages)).messages
+    said = [i for i, msg in enumerate(messages) if user_words(msg) is not None]
+    cuts = [said[len(said) * k // parts] for k in range(1, parts)] + [len(messages)]
+    settings = CompressSettings(budget=Budget(context_length=window), force=True)
+    out: list[Message] = []
+    records = []
+    start = 0
+    for cut in cuts:
+        out, _ = compress_messages(
+            [*out, *messages[start:cut]], counter=TokenCounter(), settings=settings
+        )
+        start = cut
+        record = next(markers.summary_body(m) for m in out if markers.is_summary(m))
+        records.append(parse(record))
+    return records
+
+
+def _counted(record: dict[str, list[str]]) -> int:
+    [found] = [m for m in map(PROGRESS_RE.match, record["Historical Task Snapshot"]) if m]
+    return int(found.group(1))
+
+
+def test_a_second_round_numbers_on_after_the_actions_the_first_had_no_room_for() -> None:
+    first, second = _rounds(GEMINI, 32_000, 2)
+    # The first record counted 14 actions; its last two, reads, gave way to
+    # the work another agent's summary reports done.
+    assert _counted(first) == 14
+    assert max_number(first[COMPLETED_ACTIONS]) == 12
+    # The second's are numbered from 15: its list ends at the count its
+    # snapshot states, as a single round of the whole session does.
+    assert _counted(second) == 27
+    assert second[COMPLETED_ACTIONS][-1] == (
+        "27. Ran `npm run build -w @google/gemini-cli` — ok [tool: run_shell_command]"
+    )
+    assert "20. Ran `npm run build -w @google/gemini-cli` — ok, printed 3 lines, the last" in (
+        "\n".join(second[COMPLETED_ACTIONS])
+    )
