@@ -61,3 +61,23 @@ def test_a_second_round_numbers_on_after_the_actions_the_first_had_no_room_for()
     assert "20. Ran `npm run build -w @google/gemini-cli` — ok, printed 3 lines, the last" in (
         "\n".join(second[COMPLETED_ACTIONS])
     )
+
+
+PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+
+
+def test_a_third_round_leads_only_its_own_turns_first_ask_as_since_the_previous_record() -> None:
+    _, second, third = _rounds(PI_LARGE, 16_000, 3)
+    dim = (
+        "\"omfg that's it, now shit renders the same. ok, let's modify the grays in the"
+        ' dark theme, the dim is too dim"'
+    )
+    assert f"- In the turns since the previous record, the user asked: {dim}" in second["Goal"]
+    # The second round's ask came before the record the third updates.
+    assert third["Goal"][2:] == [
+        f"- In turns before the previous record, the user asked: {dim}",
+        '- The user stated: "ok, now we need to adjust the light theme accordingly."',
+        "- In the turns since the previous record, the user asked:"
+        ' "ok, copy the dark theme over to the .pi/agent/themes folder and let me try the'
+        ' live edit"',
+    ]

@@ -25,6 +25,10 @@ from ctxpack.transcript import Message
 VALUES_PER_LINE = 8
 RECENT_COMMANDS = 3
 LAST_NOTE_PREFIX = "- The assistant's last message in these turns said:"
+# How an update's goal leads the first ask of its turns; once the record is
+# itself updated, that ask came before the record the next one updates.
+ASKED_SINCE = "- In the turns since the previous record, the user asked:"
+ASKED_BEFORE = "- In turns before the previous record, the user asked:"
 # The snapshot's progress line, in either number: what it counted, and the
 # rest of the line, so that an update counts on from it.
 PROGRESS_RE = re.compile(
@@ -201,8 +205,8 @@ def _goal(scan: Scan, asked_before: bool, update: bool) -> list[Item]:
     # An update's first ask follows the goal the record it updates holds.
     first = scan.asks[0]
     if update:
-        said = "In the turns since the previous record, the user asked"
-    elif asked_before:
+        return [Item(f"{ASKED_SINCE} {ask_quoted(first)}", order=0)]
+    if asked_before:
         # An answer that only hands over what was asked for (an ID, a "yes")
         # adds nothing to the task above: the follow-up is the first ask that
         # does; with none, the record names the ask kept before it.

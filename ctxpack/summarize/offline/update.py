@@ -25,6 +25,8 @@ from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE
 from ctxpack.summarize.offline.progress import counted_on, first_new_number
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
+    ASKED_BEFORE,
+    ASKED_SINCE,
     LAST_NOTE_PREFIX,
     PROGRESS_RE,
     TRACKED_STATE_RE,
@@ -186,7 +188,9 @@ def merge_previous(
         kept = [t for t in old["Historical Task Snapshot"] if not PROGRESS_RE.match(t)]
         snapshot = unique(_old(kept), snapshot)
     merged["Historical Task Snapshot"] = snapshot
-    merged["Goal"] = unique(_old(old["Goal"]), new["Goal"])
+    # Two asks led as the new turns' own would leave the model to guess which is.
+    asked = [text.replace(ASKED_SINCE, ASKED_BEFORE, 1) for text in old["Goal"]]
+    merged["Goal"] = unique(_old(asked), new["Goal"])
     merged["Constraints & Preferences"] = _rules(
         old["Constraints & Preferences"], new["Constraints & Preferences"], held
     )
