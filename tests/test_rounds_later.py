@@ -10,7 +10,8 @@ from ctxpack.align.budget import Budget
 from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.compaction import CompressSettings, compress_messages
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.sections import PROGRESS_RE
+from ctxpack.summarize.offline.progress import first_new_number
+from ctxpack.summarize.offline.sections import PROGRESS_RE, progress_line
 from ctxpack.summarize.template import COMPLETED_ACTIONS, max_number, parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
@@ -46,21 +47,23 @@ def _counted(record: dict[str, list[str]]) -> int:
     return int(found.group(1))
 
 
-def test_a_second_round_numbers_on_after_the_actions_the_first_had_no_room_for() -> None:
-    first, second = _rounds(GEMINI, 32_000, 2)
-    # The first record counted 14 actions; its last two, reads, gave way to
-    # the work another agent's summary reports done.
-    assert _counted(first) == 14
-    assert max_number(first[COMPLETED_ACTIONS]) == 12
-    # The second's are numbered from 15: its list ends at the count its
-    # snapshot states, as a single round of the whole session does.
-    assert _counted(second) == 27
-    assert second[COMPLETED_ACTIONS][-1] == (
-        "27. Ran `npm run build -w @google/gemini-cli` — ok [tool: run_shell_command]"
-    )
-    assert "20. Ran `npm run build -w @google/gemini-cli` — ok, printed 3 lines, the last" in (
-        "\n".join(second[COMPLETED_ACTIONS])
-    )
+def test_an_update_numbers_on_after_every_action_the_earlier_record_counted() -> None:
+    # A record that had no room for its last two actions (a repeat of an
+    # earlier one gives way first) shows up to 12 of the 14 it counted:
+    # numbered from 13, the new actions would take the numbers the archived
+    # turns gave those two, and the list would end short of the count.
+    snapshot = [f"{progress_line(14, 2)}; the last: Read a.py — ok"]
+    shown = [f"{n}. Read src/m{n}.py — ok" for n in range(1, 13)]
+    earlier = {"Historical Task Snapshot": snapshot, COMPLETED_ACTIONS: shown}
+    assert first_new_number(earlier) == 15
+    # Where it showed every one, or counted none, the highest number shown leads.
+    assert first_new_number({**earlier, COMPLETED_ACTIONS: [*shown, "14. Ran make — ok"]}) == 15
+    assert first_new_number({COMPLETED_ACTIONS: shown}) == 13
+
+
+def test_every_round_of_the_gemini_session_ends_its_list_at_its_count() -> None:
+    for record in _rounds(GEMINI, 32_000, 2):
+        assert max_number(record[COMPLETED_ACTIONS]) == _counted(record)
 
 
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
