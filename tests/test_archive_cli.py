@@ -82,7 +82,7 @@ def test_restore_expand_keeps_the_appended_lines(
 def test_a_file_compacted_twice_restores_a_round_at_a_time(tmp_path: Path) -> None:
     """The second round's archive holds the first round's output: restoring
     gives that, says so, and restoring again gives the original."""
-    db, session = tmp_path / "archive.db", FIXTURES / "pi" / "pi-0.73.1__stub-tally.jsonl"
+    db, session = tmp_path / "archive.db", FIXTURES / "codex" / "codex-cli-0.171__stub-tally.jsonl"
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     for source, out in ((session, first), (first, second)):
         args = ["compress", "--offline", "--force", str(source), "-o", str(out)]

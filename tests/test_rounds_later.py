@@ -66,6 +66,23 @@ def test_every_round_of_the_gemini_session_ends_its_list_at_its_count() -> None:
         assert max_number(record[COMPLETED_ACTIONS]) == _counted(record)
 
 
+def test_a_question_in_an_ask_the_earlier_record_left_pending_is_shown_answered() -> None:
+    # The first record quotes the ask clipped, and says it had no reply; the
+    # assistant replied in the turns since, so the update shows the question
+    # in it answered, as a single record of the whole session asks it.
+    first, second = _rounds(GEMINI, 32_000, 2)
+    ask = first["Historical Pending User Asks"][0]
+    assert ask.startswith('- "- Please stop grouping build & commit BUT first see below - ')
+    assert ask.endswith(
+        ' maybe we drop the borders around the…" (no reply recorded in these turns)'
+    )
+    assert second["Resolved Questions"] == [
+        '- Q: "There seems like some rendering breaks with the bulleted list?"'
+        " — A: answered in later turns"
+    ]
+    assert not any("borders" in item for item in second["Historical Pending User Asks"])
+
+
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 
 

@@ -39,6 +39,13 @@ MAX_REPLY = 160
 # An ask this short ("yes", "ok, go ahead") says what it means only with the
 # question the assistant asked just before it.
 MAX_SHORT_ASK = 24
+# How a record lists what the user left pending: an ask it quotes (the
+# question it answered may follow) with no reply, or a question left open.
+# An update reads the user's words back (pending_words); quote() leaves no
+# double quote inside them, so the first closing one ends them.
+NO_REPLY = " (no reply recorded in these turns)"
+OPEN_QUESTION = "Question left open: "
+_PENDING_RE = re.compile(rf'^- (?:{OPEN_QUESTION})?"([^"]+)"')
 # An answer of this many words, with no question of its own, hands over what
 # the assistant asked for ("Sure, my user ID is mia_li_3668."): no new task.
 MAX_ANSWER_WORDS = 8
@@ -223,14 +230,22 @@ def asked(msg: Message) -> tuple[str, list[str]] | None:
     body = user_words(msg)
     if body is None:
         return None
-    if "?" not in body:
-        return body, []
-    questions = [
-        sentence
-        for sentence in sentences(body)
-        if sentence.endswith("?") and len(sentence) <= MAX_QUOTE
-    ]
-    return body, questions
+    return body, questions_in(body)
+
+
+def questions_in(words: str) -> list[str]:
+    """The questions among the user's `words`: the sentences that end asking,
+    short enough to quote."""
+    if "?" not in words:
+        return []
+    return [s for s in sentences(words) if s.endswith("?") and len(s) <= MAX_QUOTE]
+
+
+def pending_words(item: str) -> str | None:
+    """The user's words that a pending item (NO_REPLY, OPEN_QUESTION) quotes;
+    None for an item of another shape."""
+    found = _PENDING_RE.match(item)
+    return found.group(1) if found else None
 
 
 def spoken(body: str) -> tuple[list[str], list[str]] | None:

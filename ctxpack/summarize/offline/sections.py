@@ -16,7 +16,7 @@ from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import asks_only, looks_only
-from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask
+from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, NO_REPLY, OPEN_QUESTION, Ask
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key, quote
@@ -377,13 +377,11 @@ def _blocked(done: list[Action], later_ok: set[str]) -> list[Item]:
 
 def _pending(scan: Scan) -> list[Item]:
     items = [
-        Item(f"- {ask_quoted(ask)} (no reply recorded in these turns)")
-        for ask in reversed(scan.asks)
-        if not ask.answered
+        Item(f"- {ask_quoted(ask)}{NO_REPLY}") for ask in reversed(scan.asks) if not ask.answered
     ]
     asked = " ".join(ask.text for ask in scan.asks if not ask.answered)
     items.extend(
-        Item(f"- Question left open: {quote(q.text)}")
+        Item(f"- {OPEN_QUESTION}{quote(q.text)}")
         for q in reversed(scan.questions)
         if not q.answered and q.text not in asked
     )

@@ -23,6 +23,7 @@ from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, o
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE
 from ctxpack.summarize.offline.progress import counted_on, first_new_number
+from ctxpack.summarize.offline.said import pending_words, questions_in
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.offline.sections import (
     ASKED_BEFORE,
@@ -44,6 +45,7 @@ from ctxpack.summarize.template import (
     item_text,
     left_out,
     parse,
+    quote,
 )
 
 # An action's line (Action.line) as an item: listed (marked as earlier in an
@@ -73,7 +75,6 @@ _FAILED_RE = re.compile(
 # How a new rule that turns an earlier one around quotes it, and how much of it.
 REVERSED = "turns around the earlier rule "
 REVERSED_QUOTE = 80
-_QUESTION_ITEM_RE = re.compile(r'^- (?:Question left open: )?"(.+\?)"')
 # An item that quotes someone: a lead, then their words (quote() keeps no
 # double quote inside).
 _QUOTING_RE = re.compile(r'^[\w ]+: "([^"]+)"')
@@ -239,11 +240,14 @@ def merge_previous(
     pending_old = old["Historical Pending User Asks"]
     answered: list[Item] = []
     if scan.replied:
-        # The assistant spoke after those asks: they are no longer open.
+        # The assistant spoke after those asks: they are no longer open. The
+        # questions among their words are shown answered, each as asked
+        # (not the whole ask, clipped and with the rest of what it said).
         for text in pending_old:
-            mt = _QUESTION_ITEM_RE.match(text)
-            if mt:
-                answered.append(Item(f'- Q: "{mt.group(1)}" — A: answered in later turns'))
+            if asked := questions_in(pending_words(text) or ""):
+                answered.append(
+                    Item(f"- Q: {' / '.join(map(quote, asked))} — A: answered in later turns")
+                )
         pending_old = []
     merged["Resolved Questions"] = unique(
         new["Resolved Questions"], answered, _old(old["Resolved Questions"])
