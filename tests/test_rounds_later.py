@@ -101,3 +101,23 @@ def test_a_third_round_leads_only_its_own_turns_first_ask_as_since_the_previous_
         ' "ok, copy the dark theme over to the .pi/agent/themes folder and let me try the'
         ' live edit"',
     ]
+
+
+def test_an_update_ranks_the_files_edited_earlier_before_those_the_new_turns_only_mention() -> None:
+    # Ranked as one round ranks its files (those the tools named, most recent
+    # first, then those only words named), the third round of the large pi
+    # session has room for the tests and the selector the earlier rounds
+    # edited, not for an installed copy of a theme, a folder and screenshots
+    # its turns only mention.
+    *_, third = _rounds(PI_LARGE, 32000, 3)
+    files = third["Relevant Files"]
+    for edited in (
+        "- packages/tui/test/editor.test.ts — edited, read",
+        "- packages/tui/test/wrap-ansi.test.ts — edited, read",
+        "- packages/coding-agent/src/tui/user-message-selector.ts — edited, read",
+    ):
+        assert edited in files
+    dark = "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/dist/theme/dark.json"
+    assert f"- {dark} — mentioned" not in files
+    assert "- ~/workspaces/pi-mono — mentioned" not in files
+    assert not [text for text in files if "Screenshot" in text]

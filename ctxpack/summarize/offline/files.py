@@ -5,7 +5,8 @@ update reads such items back (file_item) to merge them with the new turns'."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from typing import TypeVar
 
 from ctxpack.facts.paths import same_files
 from ctxpack.redact import mask
@@ -19,16 +20,34 @@ MARK_ORDER = (
     *(REVERTED, REMOVED),
 )
 MENTIONED = "mentioned"
+T = TypeVar("T")
 _FILE_ITEM_RE = re.compile(r"^[-*]\s+(.+?) — ([\w ,-]+)$")
 
 
 def file_marks(scan: Scan) -> dict[str, list[str]]:
-    """Every path of the middle with what was done to it, most recent first."""
+    """Every path of the middle with what was done to it, in_rank."""
     touched = sorted(scan.file_touch, key=lambda p: -scan.file_touch[p])
-    marks = {path: scan.file_marks.get(path, []) for path in touched}
-    for path in scan.facts.paths:
-        marks.setdefault(path, [])
+    ranked = in_rank([(touched, scan.facts.paths)])
+    marks = {path: scan.file_marks.get(path, []) for path in ranked}
     return one_per_file(marks, apart=scan.moves)
+
+
+def in_rank(lists: Sequence[tuple[Sequence[T], Sequence[T]]]) -> list[T]:
+    """How Relevant Files ranks the files of turns: those the tools named, most
+    recent first, then those only words named. `lists`: each stretch of turns'
+    two, the latest stretch first."""
+    return [
+        *(one for named, _ in lists for one in named),
+        *(one for _, said in lists for one in said),
+    ]
+
+
+def named_by_tools(marks: Sequence[list[str]]) -> int:
+    """How many of a record's files (their marks, as listed) in_rank put with
+    those the tools named: up to the last with a mark beyond "mentioned" (one
+    a tool named and did nothing to reads back as only mentioned)."""
+    marked = [at for at, found in enumerate(marks) if found != [MENTIONED]]
+    return marked[-1] + 1 if marked else 0
 
 
 def one_per_file(

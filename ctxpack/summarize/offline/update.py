@@ -19,7 +19,14 @@ from ctxpack.facts.match import collapse, dedupe
 from ctxpack.facts.text import identifiers_in, urls_in, versions_in
 from ctxpack.summarize.ledger import LEDGER_HEADING
 from ctxpack.summarize.offline.actions import VERBS, clip, head_of
-from ctxpack.summarize.offline.files import file_item, file_items, kept_apart, one_per_file
+from ctxpack.summarize.offline.files import (
+    file_item,
+    file_items,
+    in_rank,
+    kept_apart,
+    named_by_tools,
+    one_per_file,
+)
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, THERE
 from ctxpack.summarize.offline.progress import counted_on, first_new_number
@@ -358,26 +365,32 @@ def _files(old: list[str], new: list[Item], denied: Denials, turned: Denials) ->
     user's words since (`denied`) turned it around, or it tells the same deed
     as an account of the state they turned around (`turned`), it says so (the
     file stays listed)."""
-    marks: dict[str, list[str]] = {}
     listed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
     opaque: list[Item] = []
-    earlier = len(new)
-    for at, text in enumerate([item.text for item in new] + old):
-        read = file_item(text)
-        if read is None:
-            reversed_ = at >= earlier and (
-                _reversed_by(text, denied) or turned.undo(item_text(text))
-            )
-            opaque.append(Item(_as_reversed(text) if reversed_ else text))
-            continue
-        listed[at >= earlier][read[0]] = read[1]
-        found = marks.setdefault(read[0], [])
+    stretches = []
+    for earlier, texts in enumerate(([item.text for item in new], old)):
+        files = []
+        for text in texts:
+            read = file_item(text)
+            if read is None:
+                reversed_ = earlier and (_reversed_by(text, denied) or turned.undo(item_text(text)))
+                opaque.append(Item(_as_reversed(text) if reversed_ else text))
+                continue
+            listed[earlier][read[0]] = read[1]
+            files.append((earlier, *read))
+        cut = named_by_tools([found for *_, found in files])
+        stretches.append((files[:cut], files[cut:]))
+    # Ranked as the files of one stretch of turns are, the new turns' first
+    # among equals: a file the earlier turns edited before one the new only mention.
+    marks: dict[str, list[str]] = {}
+    for earlier, path, read_marks in in_rank(stretches):
+        found = marks.setdefault(path, [])
         # The new turns' marks are the later ones: a file they did something
         # to is there again, whatever the earlier record said removed it, and
         # one they changed is no longer as the earlier record reverted it.
-        back = at >= earlier and any(mark in THERE for mark in found)
-        changed = at >= earlier and any(mark in CHANGED for mark in found)
-        for mark in read[1]:
+        back = earlier and any(mark in THERE for mark in found)
+        changed = earlier and any(mark in CHANGED for mark in found)
+        for mark in read_marks:
             stale = (back and mark == REMOVED) or (changed and mark == REVERTED)
             if mark not in found and not stale:
                 found.append(mark)
