@@ -16,10 +16,10 @@ from array import array
 
 from ctxpack import markers
 from ctxpack import messages as m
+from ctxpack.calls import CallInfo, describe
 from ctxpack.facts.extract import FactMemo, ran_only, result_command
 from ctxpack.tokens import counter as tokens
 from ctxpack.toolpairs import Pairing, ToolUse, calls_of, pair
-from ctxpack.tools import CallInfo, describe
 from ctxpack.transcript import Message
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from ctxpack.calls import describe, normalize_command
 from ctxpack.prune.oneliners import duplicate_note, one_liner
 from ctxpack.standin import PRUNED_PREFIX, is_pruned
 from ctxpack.tooloutput import exit_code, result_failed
-from ctxpack.tools import describe, normalize_command
 
 
 def test_todo_write_and_web_tools() -> None:

@@ -19,6 +19,7 @@ from ctxpack import formats
 from ctxpack import messages as m
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
+from ctxpack.calls import describe
 from ctxpack.evaluate.retention import evaluate
 from ctxpack.markers import summary_indexes
 from ctxpack.pipeline.archiving import replaced_texts
@@ -28,7 +29,6 @@ from ctxpack.prune.stage import PruneSettings, prune_messages
 from ctxpack.sessionindex import SessionIndex, _Version
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import pair
-from ctxpack.tools import describe
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES
 

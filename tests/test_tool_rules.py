@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from ctxpack import formats, markers
 from ctxpack import messages as m
+from ctxpack.calls import describe
 from ctxpack.cli import app
 from ctxpack.facts.extract import extract_facts
 from ctxpack.facts.preserved import fact_line
@@ -27,7 +28,7 @@ from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import running_session
 from ctxpack.toolpairs import ToolUse
-from ctxpack.tools import Family, describe, thought_of
+from ctxpack.tools import Family, thought_of
 from ctxpack.transcript import Message
 from tests.conftest import FIXTURES, SHARED, TAU_BENCH
 from tests.test_prune import call, convo, file_view, prune, result

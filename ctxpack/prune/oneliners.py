@@ -13,13 +13,14 @@ prefix, so a later run knows not to prune it again.
 from __future__ import annotations
 
 from ctxpack import tooloutput as outputs
+from ctxpack.calls import CallInfo, describe
 from ctxpack.facts.text import identifiers_in
 from ctxpack.markers import recall_call
 from ctxpack.printed import json_shape, open_file
 from ctxpack.prune import shown
 from ctxpack.standin import PRUNED_PREFIX, ending, quote, shortened
 from ctxpack.toolpairs import parse_arguments
-from ctxpack.tools import FILE_SEARCH_TOOLS, CallInfo, Family, base_name, describe
+from ctxpack.tools import FILE_SEARCH_TOOLS, Family, base_name
 
 # The quoted error line is cut to this (standin.shortened); ids are added,
 # up to MAX_IDS of them, only to a stand-in no longer than SHORT_CHARS.

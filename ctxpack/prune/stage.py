@@ -19,6 +19,7 @@ from ctxpack import messages as m
 from ctxpack import toolpairs
 from ctxpack.align.budget import Budget
 from ctxpack.align.protect import prune_bounds
+from ctxpack.calls import CallInfo
 from ctxpack.prune.argshrink import shrink_arguments
 from ctxpack.prune.oneliners import cite_full, duplicate_note, one_liner
 from ctxpack.prune.supersede import Supersession, find_superseded
@@ -29,7 +30,6 @@ from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.tooloutput import result_flagged_error
-from ctxpack.tools import CallInfo
 from ctxpack.transcript import Message, Transcript
 
 OUTPUT_CHARS = 200  # outputs longer than this are replaced by a one-liner

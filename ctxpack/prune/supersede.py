@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxpack.tools import CallInfo, one_line, short_path
+from ctxpack.calls import CallInfo, one_line, short_path
 
 
 @dataclass(frozen=True)

@@ -125,25 +125,34 @@ def looks_only(kind: str, command: str | None) -> bool:
     lines = command.split("\n") if "\n" in command else [command]
     if any(shell_writes(line) for line in lines):
         return False
-    asks = not any(mark in command for mark in _SUBSTITUTIONS)
-    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
+    asks = not _substitutes(command)
     return all(
         _reads(words)
         or (words[0] in SEARCH_TOOLS and not _FIND_ACTS.intersection(words))
         or words[0] in _SEARCHERS
         or (asks and _asks(words))
-        for words in steps
-        if words
+        for words in _steps(command)
     )
 
 
 def asks_only(command: str | None) -> bool:
     """A command each of whose steps only asks (looks_only's `pwd`, `test
     -f`, `git status`): it says where the agent was, not what it looked at."""
-    if not command or any(mark in command for mark in _SUBSTITUTIONS):
+    if not command or _substitutes(command):
         return False
-    steps = [step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command))]
-    return all(_asks(words) for words in steps if words)
+    return all(_asks(words) for words in _steps(command))
+
+
+def _steps(command: str) -> list[list[str]]:
+    """The words of each step of a shell command, quoted words blanked (an
+    `&&` in a pattern ends no step)."""
+    steps = (step.split() for step in _STEPS.split(QUOTED_RE.sub("''", command)))
+    return [words for words in steps if words]
+
+
+def _substitutes(command: str) -> bool:
+    """Whether a command runs another inside its words (`$(…)`, backticks)."""
+    return any(mark in command for mark in _SUBSTITUTIONS)
 
 
 def _asks(words: list[str]) -> bool:

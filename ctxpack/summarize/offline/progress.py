@@ -4,6 +4,7 @@ actions after every one that record counted."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ctxpack.summarize.offline.fit import Item
@@ -16,7 +17,7 @@ def counted_on(snapshot: list[Item], old: list[str]) -> list[Item]:
     own: Completed Actions goes on from the earlier list, so the count is of
     every round's actions, not the new turns' alone. New turns with no
     action keep the earlier line as it was."""
-    earlier = [found for found in map(PROGRESS_RE.match, old) if found]
+    earlier = _progress(old)
     if not earlier:
         return snapshot
     recorded = sum(_count(found.group(1)) for found in earlier)
@@ -38,9 +39,15 @@ def first_new_number(previous: Sections) -> int:
     lower than its count: numbered from there, the new actions would take
     numbers the archived turns gave others, and the list would end short of
     the count the snapshot states."""
-    snapshot = previous.get("Historical Task Snapshot", [])
-    recorded = sum(_count(found.group(1)) for found in map(PROGRESS_RE.match, snapshot) if found)
+    earlier = _progress(previous.get("Historical Task Snapshot", []))
+    recorded = sum(_count(found.group(1)) for found in earlier)
     return max(recorded, max_number(previous.get(COMPLETED_ACTIONS, []))) + 1
+
+
+def _progress(snapshot: list[str]) -> list[re.Match[str]]:
+    """The progress lines of a record's snapshot: one, or more where an
+    update carried an earlier round's line on."""
+    return [found for found in map(PROGRESS_RE.match, snapshot) if found]
 
 
 def _count(digits: str | None) -> int:
