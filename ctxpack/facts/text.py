@@ -35,12 +35,16 @@ _DOTTED_VIEW = bytes(
 )
 _HEX_BEFORE = re.compile(r"[\w#-]")
 _HEX_AFTER = re.compile(r"[\w-]")
-# Versions: v1.2, 1.2.3, 3.11.4rc1; not a dotted quad (an IP address), nor part
-# of a longer dotted run, nor numbers with a leading zero ("01.27.21" is a time).
+# Versions: v1.2, 1.2.3, 3.11.4rc1, 0.36.0-nightly.20260317.2f90b46 (a
+# pre-release is part of the version); not a dotted quad (an IP address), nor
+# part of a longer dotted run, nor numbers with a leading zero ("01.27.21" is a
+# time). Neither preceded nor followed by a dash, as a fact stands in a text on
+# its own (facts.match).
 _NUMBER = r"(?:0|[1-9]\d*)"
 _VERSION_RE = re.compile(
-    rf"(?<![\w.])(?:v{_NUMBER}(?:\.{_NUMBER}){{1,3}}|{_NUMBER}\.{_NUMBER}\.{_NUMBER})"
-    r"(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?(?![\w]|\.\d)"
+    rf"(?<![\w.-])(?:v{_NUMBER}(?:\.{_NUMBER}){{1,3}}|{_NUMBER}\.{_NUMBER}\.{_NUMBER})"
+    r"(?:[-+]?(?:rc|a|b|alpha|beta|dev|post)\d*)?"
+    r"(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?![\w-]|\.\d)"
 )
 # A multi-line command longer than this is named by its first line, as the
 # record names it, never pasted whole.
@@ -50,9 +54,13 @@ _UNITS = (
     r"%|[KMGTP]i?B|bytes?|ms|µs|ns|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?"
     r"|GHz|MHz|kHz|Hz|km|cm|mm|kg|mg|lbs?|tokens"
 )
-# A number with a unit, not preceded by a word character, "." or "$".
-_NUMBER_UNIT_RE = re.compile(rf"\d\d*(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%])")
+# A number with a unit, not preceded by a word character, "." or "$". After
+# a dash it is the end of a range, "3-4 hours", and the value is the range:
+# "4 hours" alone would name another value, and stands in no text on its own.
+_NUMBER_UNIT_RE = re.compile(rf"\d\d*(?:[.,]\d+)?(?:\s?(?:{_UNITS}))(?![\w/%-])")
 _NUMBER_BLOCKER = re.compile(r"[\w.$]")
+_RANGE_DASHES = "-\u2013"
+_RANGE_START_RE = re.compile(r"(?<![\w.$\-\u2013])\d+(?:[.,]\d+)?[-\u2013]$")
 _DIGITS = re.compile(r"\d+")
 # Digits as "0", "." and "," as ".", spaces as " ", the first letters of the
 # units as "u", anything else as "-".
@@ -72,9 +80,10 @@ _NUMBER_VIEW = (
     + b"-" * 128
 )
 # Thousands groups only: "$1,000," ends a clause, the comma is not part of it.
-# Not preceded by a word character.
-_MONEY_RE = re.compile(r"[$€£]\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
-_WORD_CHAR = re.compile(r"\w")
+# Neither preceded nor followed by a word character or a dash, as a fact
+# stands in a text on its own (facts.match); "$1,000x" is no "$1".
+_MONEY_RE = re.compile(r"[$€£](?>\d+(?:,\d{3})*(?:\.\d+)?)(?![\w-])")
+_MONEY_BLOCKER = re.compile(r"[\w-]")
 # "the 1990s" is a decade, not thirty seconds.
 _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
@@ -273,7 +282,7 @@ def values_in(text: str) -> list[str]:
     if "$" in text or "€" in text or "£" in text:
         pos = 0
         while mt := _MONEY_RE.search(text, pos):
-            if mt.start() and _WORD_CHAR.match(text, mt.start() - 1):
+            if mt.start() and _MONEY_BLOCKER.match(text, mt.start() - 1):
                 pos = mt.start() + 1
                 continue
             out.append((mt.start(), mt.group(0)))
@@ -294,9 +303,18 @@ def _number_units(text: str, pos: int, endpos: int, last: int, out: list[tuple[i
             digits = _DIGITS.match(text, start)
             pos = digits.end() if digits else start + 1
             continue
-        if not _DECADE_RE.match(mt.group(0)):
-            out.append((start, mt.group(0)))
         pos = mt.end()
+        if _DECADE_RE.match(mt.group(0)):
+            continue
+        if start and text[start - 1] in _RANGE_DASHES:
+            first = start - 1
+            while first and (text[first - 1].isdecimal() or text[first - 1] in ".,"):
+                first -= 1
+            opened = _RANGE_START_RE.search(text, first, start)
+            if opened is not None:
+                out.append((opened.start(), text[opened.start() : pos]))
+        else:
+            out.append((start, mt.group(0)))
     return pos
 
 
