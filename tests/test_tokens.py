@@ -23,6 +23,7 @@ from ctxpack.tokens.counter import (
     RECALL_MIN_CHARS,
     RECALL_TEXTS,
     TokenCounter,
+    stretches,
 )
 from ctxpack.tokens.tally import tally
 from tests.conftest import FIXTURES, SHARED
@@ -120,8 +121,11 @@ def test_a_long_text_counted_again_is_recalled_not_tokenized_again(
     counter.text(summary)
     counter.text(others[-1])
     assert tokenized == [summary]
+    # A stretch recalled outlives the file: the next record repeats the template's.
     counter.forget()
-    assert counter._recent == {}
+    tokenized.clear()
+    counter.text(others[-1])
+    assert tokenized == []
 
 
 def test_estimate_is_four_chars_per_token() -> None:
@@ -138,6 +142,56 @@ def test_an_estimate_keeps_no_memo_and_needs_no_priming() -> None:
         assert est.messages(msgs) == 3 + 1 + 2 * MESSAGE_OVERHEAD
     assert est.breakdown(msgs[1]) == {"tool_results": 1, "overhead": MESSAGE_OVERHEAD}
     assert est._memo == {} and est._alive == []
+
+
+# Pieces that meet at a blank line in every way the split patterns treat
+# differently: newlines in runs, spaces and tabs before them, punctuation that
+# takes the newlines after it, "/" that o200k's takes too, letters, digits,
+# contractions, non-ASCII letters and marks, and a blank line's "\r".
+_AT_BLANK_LINES = st.lists(
+    st.sampled_from(
+        [
+            *("\n\n", "\n", "\n\n\n", " ", "\t", "\r\n\r\n", "\xa0", "\u2028"),
+            *(".", ":", "##", "- ", "1.", "/", "//", "`", "'s", "'", '"', "(", "*", "[x]"),
+            *("word", "Word", " word", "WORD", "7", "123456", "é", "e\u0301", "中文", "🙂"),
+            *("## Goal\n- None recorded.", "Source turns: ctxpack:192e99cc8f", "http://a.b/c"),
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@pytest.mark.parametrize("name", sorted(encodings.ENCODINGS))
+@given(text=_AT_BLANK_LINES)
+def test_a_text_counts_as_the_sum_of_its_stretches(name: str, text: str) -> None:
+    enc = encodings.get_encoding(name)
+    assert "".join(stretches(text)) == text
+    whole = len(enc.encode_ordinary(text))
+    assert sum(len(enc.encode_ordinary(part)) for part in stretches(text)) == whole
+    assert TokenCounter(encoding=name).text(text * 8) == len(enc.encode_ordinary(text * 8))
+
+
+def test_a_record_counted_again_tokenizes_only_the_sections_that_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TokenCounter(encoding="o200k_base")
+    tokenized: list[str] = []
+
+    def count(text: str) -> int:
+        tokenized.append(text)
+        return len(encodings.get_encoding("o200k_base").encode_ordinary(text))
+
+    monkeypatch.setattr(counter, "_count", count)
+    goal = "## Goal\n- The user asked to keep every constraint they gave in their own words." * 3
+    files = "## Relevant Files\n- src/app.py — edited, read\n- tests/test_app.py — created"
+    record = f"{goal}\n\n{files}"
+    facts = "## Preserved Facts\n- Paths: src/app.py, tests/test_app.py, /etc/app.conf"
+    expected = len(encodings.get_encoding("o200k_base").encode_ordinary(f"{record}\n\n{facts}"))
+    counter.text(record)
+    tokenized.clear()
+    assert counter.text(f"{record}\n\n{facts}") == expected
+    # The goal's stretch is recalled; the files' one now ends with a blank line.
+    assert tokenized == [f"{files}\n\n", facts]
 
 
 @given(

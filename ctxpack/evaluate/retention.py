@@ -232,8 +232,11 @@ def evaluate(
     ]
     # The region is some of the messages that ran: each one's facts found once.
     # A call left out of `ran` is one no result answers: its results pair alike.
-    each = cache.each(ran, pairing=pairing, memo=index.facts)
-    region = [facts for facts, gone in zip(each, replaced, strict=True) if gone]
+    # Where no message was replaced, every fact stands where it stood: none is
+    # lost, and none needs finding (the transcript keeps all it had).
+    lost_any = any(replaced)
+    each = cache.each(ran, pairing=pairing, memo=index.facts) if lost_any else []
+    region = [facts for facts, gone in zip(each, replaced, strict=True) if gone] if lost_any else []
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
     summaries = written_summaries(compacted, originals)

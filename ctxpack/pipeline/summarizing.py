@@ -3,6 +3,7 @@ it does not mention, and the assembly of head, record and tail."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -24,11 +25,12 @@ from ctxpack.pipeline.request import Prepared, prepare_request
 from ctxpack.refs import LineBlob, ref_for
 from ctxpack.report import SessionReport, Status
 from ctxpack.sessionindex import SessionIndex
-from ctxpack.summarize.assemble import assemble
+from ctxpack.summarize.assemble import Assembly, assemble
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.offline.update import named_facts
 from ctxpack.summarize.protocol import Summarizer
 from ctxpack.summarize.stage import run_summary
+from ctxpack.summarize.template import below_skeleton, render
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.toolpairs import Pairing
 from ctxpack.transcript import Message
@@ -130,6 +132,42 @@ def _summarized(
     head, middle, tail, request = prepared.head, prepared.middle, prepared.tail, prepared.request
     budget_tokens = prepared.budget_tokens
     report.updated_previous_summary = request.previous_summary is not None
+    # The exact turns this summary replaces, for `ctxpack show` / restore; an
+    # earlier record's own turns stay listed before them.
+    source_turns = _jsonl([*prepared.archived, *middle])
+    refs = [*prepared.earlier_refs, ref_for(source_turns)]
+    cited = markers.source_turns([markers.cite(ref, recall=settings.recall) for ref in refs])
+    first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
+    # Calls the input itself has no result for yet stay where they were.
+    _, unanswered = pairing.orphans()
+    pending = frozenset(use.call_id for use in unanswered if use.call_id)
+
+    def assembled(text: str) -> Assembly:
+        assembly = assemble(
+            head=head,
+            summary=text,
+            tail=tail,
+            first_compaction=first,
+            pending=pending,
+            recall=settings.recall,
+        )
+        counter.count_made(assembly.messages)
+        return assembly
+
+    if total is None:
+        total = counter.messages(messages)
+    if (
+        summarizer is None
+        and settings.llm is None
+        and not request.compact
+        and not counter.estimate
+        and counter.messages(assembled(f"{render({})}\n\n{cited}").messages)
+        >= total + _below_skeleton(counter.encoding_name)
+    ):
+        # Even the bare template leaves the session no smaller than it was,
+        # by more than any record the offline summarizer renders can take
+        # less: no record is written only to be dropped.
+        return _kept(messages, report)
     offline = OfflineSummarizer(index=index)
     result = run_summary(
         request,
@@ -172,11 +210,6 @@ def _summarized(
         )
         return (f"{text}\n\n{facts.text}" if facts.text else text), not facts.unshown
 
-    # The exact turns this summary replaces, for `ctxpack show` / restore; an
-    # earlier record's own turns stay listed before them.
-    source_turns = _jsonl([*prepared.archived, *middle])
-    refs = [*prepared.earlier_refs, ref_for(source_turns)]
-    cited = markers.source_turns([markers.cite(ref, recall=settings.recall) for ref in refs])
     summary = result.text
     text, whole = with_facts(summary)
     # The facts come first in the room the offline record leaves. Once every
@@ -195,27 +228,10 @@ def _summarized(
         # items: it takes only the room the record and the facts leave.
         text, _ = with_facts(summary, named_before)
     text = f"{text}\n\n{cited}"
-    first = settings.system_note and not any(markers.has_system_note(msg) for msg in head)
-    # Calls the input itself has no result for yet stay where they were.
-    _, unanswered = pairing.orphans()
-    pending = frozenset(use.call_id for use in unanswered if use.call_id)
-    assembly = assemble(
-        head=head,
-        summary=text,
-        tail=tail,
-        first_compaction=first,
-        pending=pending,
-        recall=settings.recall,
-    )
+    assembly = assembled(text)
     out = assembly.messages
-    if total is None:
-        total = counter.messages(messages)
     if counter.messages(out) >= total:
-        # Compaction must never cost tokens: a middle this small stays verbatim.
-        report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
-        if report.status != Status.PRUNED:
-            report.status = Status.NOTHING_TO_COMPRESS
-        return messages
+        return _kept(messages, report)
     report.status = Status.COMPACTED
     report.sanitizer_notes = assembly.sanitizer_notes
     report.blobs.append(source_turns)
@@ -225,6 +241,20 @@ def _summarized(
     report.summary_model = result.model
     report.warnings.extend(result.warnings)
     return out
+
+
+@functools.cache
+def _below_skeleton(encoding: str) -> int:
+    return below_skeleton(TokenCounter(encoding=encoding).text)
+
+
+def _kept(messages: list[Message], report: SessionReport) -> list[Message]:
+    """The messages as they were: compaction must never cost tokens, and a
+    middle this small stays verbatim."""
+    report.warnings.append("summary would not be smaller than the turns it replaces; kept them")
+    if report.status != Status.PRUNED:
+        report.status = Status.NOTHING_TO_COMPRESS
+    return messages
 
 
 def _jsonl(messages: list[Message]) -> LineBlob:

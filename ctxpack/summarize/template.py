@@ -9,7 +9,7 @@ A section is a list of items; an item is one list entry and may span lines
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ctxpack.summarize.protocol import HEADINGS, PRESERVED_FACTS_HEADING
 
@@ -52,6 +52,19 @@ def render(sections: Mapping[str, Sequence[str]]) -> str:
         body = "\n".join(items) if items else EMPTY_LINE
         blocks.append(f"## {heading}\n{body}")
     return "\n\n".join(blocks)
+
+
+def below_skeleton(count: Callable[[str], int]) -> int:
+    """At most how many tokens fewer than the bare template (render({})) any
+    record rendered in full takes, by an exact count whose texts add up at
+    their blank lines (tokens/counter.py). Each of its sections is a stretch
+    of its own that opens with the heading's line and holds a body of a token
+    at least; the heading's tokens are the same whatever the body holds, as a
+    heading ends in a letter and no token runs on from a letter into a newline."""
+    return sum(
+        count(f"## {heading}\n{EMPTY_LINE}\n\n") - count(f"## {heading}") - 1
+        for heading in HEADINGS
+    )
 
 
 def render_compact(sections: Mapping[str, Sequence[str]]) -> str:

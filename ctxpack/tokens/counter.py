@@ -56,7 +56,17 @@ _python_chars = {"left": SMALL_INPUT_CHARS}
 # counted again: a summary is counted as it is fitted, reported and checked,
 # and hashing it costs a sliver of tokenizing it.
 RECALL_MIN_CHARS = 256
-RECALL_TEXTS = 8
+# A long text is counted a stretch at a time, and each stretch is recalled:
+# the record is counted as it is fitted, then joined with its facts, cited
+# and wrapped in its message, and each of its sections is tokenized once.
+# A stretch ends with a blank line that the next one starts right after, with
+# a character that is neither whitespace nor "/". There the split pattern of
+# every encoding we load ends a piece (a piece that holds a newline is
+# whitespace, or punctuation followed by newlines, and in o200k slashes), and
+# no token spans two pieces: a text's count is the sum of its stretches'.
+STRETCH_END = "\n\n"
+RECALL_STRETCH_CHARS = 16
+RECALL_TEXTS = 128
 
 _TEXT_KIND = {
     "system": "system",
@@ -100,7 +110,8 @@ class TokenCounter:
         # holds (a child's rows travel back as references to the first of each).
         self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._alive: list[Message] = []
-        # The last RECALL_TEXTS long texts counted by `text`, oldest first.
+        # The RECALL_TEXTS stretches of long texts `text` counted last, the
+        # least recent first.
         self._recent: dict[str, int] = {}
         # None: as many processes as this machine gives us, for large inputs.
         self.workers = workers
@@ -163,24 +174,43 @@ class TokenCounter:
         self._alive += msgs
 
     def forget(self) -> None:
-        """Drop the memo (and the messages it keeps alive), e.g. between files."""
+        """Drop the memo (and the messages it keeps alive), e.g. between files.
+        The few stretches recalled stay: every record's template repeats them."""
         self._memo.clear()
         self._rows.clear()
         self._alive.clear()
-        self._recent.clear()
 
     def text(self, text: str) -> int:
         if self.estimate:
             return _estimate(text)
         if len(text) < RECALL_MIN_CHARS:
             return self._count(text)
+        if STRETCH_END not in text:
+            return self._recalled(text)
+        return sum(map(self._recalled, stretches(text)))
+
+    def _recalled(self, text: str) -> int:
+        if len(text) < RECALL_STRETCH_CHARS:
+            return self._count(text)
         recent = self._recent
-        tokens = recent.get(text)
+        # The least recently counted goes first: a template's stretches,
+        # counted for every record, stay.
+        tokens = recent.pop(text, None)
         if tokens is None:
-            tokens = recent[text] = self._count(text)
-            if len(recent) > RECALL_TEXTS:
+            tokens = self._count(text)
+            if len(recent) >= RECALL_TEXTS:
                 del recent[next(iter(recent))]
+        recent[text] = tokens
         return tokens
+
+    def count_made(self, msgs: list[Message]) -> None:
+        """Count the messages of msgs not counted yet through `text`: a
+        message a stage made (a record, the message it joined) repeats texts
+        counted as it was made, which are recalled."""
+        if self.estimate:
+            return
+        made = [msg for msg in msgs if id(msg) not in self._memo]
+        self._remember(made, (_counted(msg, self.text) for msg in made))
 
     def texts(self, texts: list[str]) -> list[int]:
         """The tokens of each of texts, on several cores when they are many
@@ -241,6 +271,20 @@ class TokenCounter:
         self.prime(msgs)
         counts = self.counts
         return sum(counts(msg)[0] for msg in msgs)
+
+
+def stretches(text: str) -> Iterator[str]:
+    """`text` cut after the blank lines where its count is the sum of its
+    parts' (see STRETCH_END)."""
+    parts = text.split(STRETCH_END)
+    held = parts[0]
+    for part in parts[1:]:
+        if part and not part[0].isspace() and part[0] != "/":
+            yield held + STRETCH_END
+            held = part
+        else:
+            held = f"{held}{STRETCH_END}{part}"
+    yield held
 
 
 def build_before_fork(encoding: str, *, chars: int, processes: int) -> None:
