@@ -234,9 +234,11 @@ def evaluate(
     # A call left out of `ran` is one no result answers: its results pair alike.
     # Where no message was replaced, every fact stands where it stood: none is
     # lost, and none needs finding (the transcript keeps all it had).
-    lost_any = any(replaced)
-    each = cache.each(ran, pairing=pairing, memo=index.facts) if lost_any else []
-    region = [facts for facts, gone in zip(each, replaced, strict=True) if gone] if lost_any else []
+    each: list[MessageFacts] = []
+    region: list[MessageFacts] = []
+    if any(replaced):
+        each = cache.each(ran, pairing=pairing, memo=index.facts)
+        region = [facts for facts, gone in zip(each, replaced, strict=True) if gone]
     haystack = Haystack("\n".join(visible_texts(compacted)))
     survives = _Survival(haystack)
     summaries = written_summaries(compacted, originals)

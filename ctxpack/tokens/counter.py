@@ -52,18 +52,17 @@ PARALLEL_MIN_CHARS = 2_000_000
 # soon pays for the encoder, and then every file is counted by tiktoken.
 SMALL_INPUT_CHARS = 300_000
 _python_chars = {"left": SMALL_INPUT_CHARS}
-# A text this long is looked up among the last few counted before it is
-# counted again: a summary is counted as it is fitted, reported and checked,
-# and hashing it costs a sliver of tokenizing it.
+# A text this long is counted a stretch at a time, and a stretch is looked
+# up among the RECALL_TEXTS counted last before it is tokenized: a record is
+# counted as it is fitted, then with its facts, cited and in its message, and
+# each of its sections is tokenized once (hashing a text costs a sliver of
+# tokenizing it). A stretch ends with a blank line that the next one starts
+# right after, with a character that is neither whitespace nor "/". There
+# the split pattern of every encoding we load ends a piece (a piece that
+# holds a newline is whitespace, or punctuation followed by newlines, and in
+# o200k slashes), and no token spans two pieces: a text's count is the sum
+# of its stretches'.
 RECALL_MIN_CHARS = 256
-# A long text is counted a stretch at a time, and each stretch is recalled:
-# the record is counted as it is fitted, then joined with its facts, cited
-# and wrapped in its message, and each of its sections is tokenized once.
-# A stretch ends with a blank line that the next one starts right after, with
-# a character that is neither whitespace nor "/". There the split pattern of
-# every encoding we load ends a piece (a piece that holds a newline is
-# whitespace, or punctuation followed by newlines, and in o200k slashes), and
-# no token spans two pieces: a text's count is the sum of its stretches'.
 STRETCH_END = "\n\n"
 RECALL_STRETCH_CHARS = 16
 RECALL_TEXTS = 128
