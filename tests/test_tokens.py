@@ -93,17 +93,23 @@ def test_message_cost_parts(counter: TokenCounter) -> None:
     assert counter.message(msg) == sum(expected.values())
 
 
-def test_a_long_text_counted_again_is_recalled_not_tokenized_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    counter = TokenCounter(encoding="o200k_base")
+def _tokenized(counter: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text `counter` tokenizes from now on, in order."""
     tokenized: list[str] = []
 
     def count(text: str) -> int:
         tokenized.append(text)
-        return len(encodings.get_encoding("o200k_base").encode_ordinary(text))
+        return len(encodings.get_encoding(counter.encoding_name).encode_ordinary(text))
 
     monkeypatch.setattr(counter, "_count", count)
+    return tokenized
+
+
+def test_a_long_text_counted_again_is_recalled_not_tokenized_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TokenCounter(encoding="o200k_base")
+    tokenized = _tokenized(counter, monkeypatch)
     summary = "## Goal\n" + "Keep the user's wording of every constraint. " * 20
     expected = len(encodings.get_encoding("o200k_base").encode_ordinary(summary))
     short = "x" * (RECALL_MIN_CHARS - 1)
@@ -175,13 +181,7 @@ def test_a_record_counted_again_tokenizes_only_the_sections_that_changed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counter = TokenCounter(encoding="o200k_base")
-    tokenized: list[str] = []
-
-    def count(text: str) -> int:
-        tokenized.append(text)
-        return len(encodings.get_encoding("o200k_base").encode_ordinary(text))
-
-    monkeypatch.setattr(counter, "_count", count)
+    tokenized = _tokenized(counter, monkeypatch)
     goal = "## Goal\n- The user asked to keep every constraint they gave in their own words." * 3
     files = "## Relevant Files\n- src/app.py — edited, read\n- tests/test_app.py — created"
     record = f"{goal}\n\n{files}"
