@@ -69,7 +69,8 @@ def test_every_round_of_the_gemini_session_ends_its_list_at_its_count() -> None:
 def test_a_question_in_an_ask_the_earlier_record_left_pending_is_shown_answered() -> None:
     # The first record quotes the ask clipped, and says it had no reply; the
     # assistant replied in the turns since, so the update shows the question
-    # in it answered, as a single record of the whole session asks it.
+    # in it answered, as a single record of the whole session asks it, with
+    # the reply those turns open with.
     first, second = _rounds(GEMINI, 32_000, 2)
     ask = first["Historical Pending User Asks"][0]
     assert ask.startswith('- "- Please stop grouping build & commit BUT first see below - ')
@@ -78,7 +79,9 @@ def test_a_question_in_an_ask_the_earlier_record_left_pending_is_shown_answered(
     )
     assert second["Resolved Questions"] == [
         '- Q: "There seems like some rendering breaks with the bulleted list?"'
-        " — A: answered in later turns"
+        " — A: \"I've updated the `TeamCreatorWizard` UI to refine the Roster step and align"
+        " it with your feedback: Refined Roster UI: Removed Borders: Dropped the extra border"
+        ' around the agent list for a cleaner, l… (+2 more)"'
     ]
     assert not any("borders" in item for item in second["Historical Pending User Asks"])
 

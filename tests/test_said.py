@@ -27,7 +27,7 @@ import pytest
 
 from ctxpack.facts.sentence import sentences
 from ctxpack.summarize.offline.plans import plans
-from ctxpack.summarize.offline.said import last_note, spoken
+from ctxpack.summarize.offline.said import Replies, last_note, spoken
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.builders import call, result
@@ -468,3 +468,22 @@ def test_a_plan_s_actions_end_at_the_next_plan_or_the_user_s_next_ask(
         '- The assistant planned: "I\'ll need to look up your reservation first."'
         " (action 1 followed)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("turns", "reply"),
+    [
+        # The assistant speaks first: what it says answers the turns before.
+        ([("assistant", "The borders are gone. Anything else?")], "The borders are gone."),
+        # A tool's result is nobody speaking.
+        ([("tool", "ok"), ("assistant", "The build passes now.")], "The build passes now."),
+        # The user spoke first: the reply may answer them instead.
+        ([("user", "Also, drop the borders."), ("assistant", "Dropped them.")], None),
+        ([("tool", "ok")], None),
+    ],
+)
+def test_the_reply_to_the_turns_before_is_the_first_the_assistant_speaks(
+    turns: list[tuple[str, str]], reply: str | None
+) -> None:
+    middle: list[Message] = [{"role": role, "content": text} for role, text in turns]
+    assert Replies(middle, [text for _, text in turns]).first() == reply

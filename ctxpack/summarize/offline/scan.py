@@ -51,6 +51,8 @@ class Scan:
     moves: set[tuple[str, str]] = field(default_factory=set)
     facts: Facts = field(default_factory=Facts)
     replied: bool = False
+    # The assistant's reply to the turns before these, when it spoke first.
+    first_reply: str | None = None
     # Keys and heads of the actions that succeeded in the kept tail.
     later_ok: set[str] = field(default_factory=set)
 
@@ -139,6 +141,7 @@ class _Fold:
 
     def done(self) -> Scan:
         self._result.facts = self._facts.facts()
+        self._result.first_reply = self._replies.first()
         said = self._said
         noted = last_note_at(said.bodies, quoted=said.decisions | said.next_steps)
         if noted is not None:

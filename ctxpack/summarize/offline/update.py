@@ -249,12 +249,13 @@ def merge_previous(
     if scan.replied:
         # The assistant spoke after those asks: they are no longer open. The
         # questions among their words are shown answered, each as asked
-        # (not the whole ask, clipped and with the rest of what it said).
+        # (not the whole ask, clipped and with the rest of what it said), with
+        # the reply the new turns open with; where the user spoke first, the
+        # reply may answer them instead, and none is quoted.
+        reply = quote(scan.first_reply) if scan.first_reply else "answered in later turns"
         for text in pending_old:
             if asked := questions_in(pending_words(text) or ""):
-                answered.append(
-                    Item(f"- Q: {' / '.join(map(quote, asked))} — A: answered in later turns")
-                )
+                answered.append(Item(f"- Q: {' / '.join(map(quote, asked))} — A: {reply}"))
         pending_old = []
     merged["Resolved Questions"] = unique(
         new["Resolved Questions"], answered, _old(old["Resolved Questions"])
