@@ -258,6 +258,10 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("FYI the build box runs Python 3.11", "fact"),
         ("The release deadline is 2026-11-15.", "fact"),
         ("The ticket is JUDGE-004.", "fact"),
+        # A value alone, a pasted file's caption, says nothing of it.
+        ("`~/agent-tools/screenshot/README.md`:", None),
+        ("v1.2.3", None),
+        ("The timeout is 30s.", "fact"),
         ("Goal: ship the exporter.", "goal"),
         ("We are on phase 3 of 6.", "goal"),
         ("I'm trying to change my flight to Las Vegas.", "goal"),

@@ -255,7 +255,16 @@ def kind_of(sentence: str) -> Kind | None:
         return "constraint"
     if _GOAL_RE.search(sentence):
         return "goal"
-    return "fact" if values_of(sentence) or values_in(sentence) else None
+    values = [value.text for value in values_of(sentence)] + values_in(sentence)
+    return "fact" if values and _says_more(sentence, values) else None
+
+
+def _says_more(sentence: str, values: list[str]) -> bool:
+    """A word of the sentence besides its values: a path alone on its line
+    ("`~/tools/README.md`:", a pasted file's caption) says nothing of it."""
+    for value in values:
+        sentence = sentence.replace(value, " ")
+    return any(char.isalpha() for char in sentence)
 
 
 # classified(), or a memo of it for a run that asks about the same text twice.
