@@ -15,7 +15,7 @@ from ctxpack import formats, markers
 from ctxpack.align.boundaries import plan_boundaries
 from ctxpack.align.budget import Budget
 from ctxpack.errors import UsageError
-from ctxpack.evaluate.checks import MessageSet, message_key
+from ctxpack.evaluate.checks import MessageSet, message_key, visible_texts
 from ctxpack.evaluate.gate import gate, parse_min_retention
 from ctxpack.evaluate.retention import (
     CATEGORIES,
@@ -25,16 +25,20 @@ from ctxpack.evaluate.retention import (
     evaluate_transcripts,
     retention_summary,
 )
-from ctxpack.facts.extract import extract_facts
+from ctxpack.facts.extract import extract_facts, ran_only
+from ctxpack.facts.match import Haystack
+from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.pipeline.request import prepare_request
 from ctxpack.prune.stage import PruneSettings, prune_messages
+from ctxpack.redact import mask
 from ctxpack.report import CompressReport
 from ctxpack.summarize.protocol import HEADINGS
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.toolpairs import pair
 from ctxpack.transcript import Message, Transcript
 from tests.builders import call, result
-from tests.conftest import COUNTER, FIXTURES, TAU_BENCH
+from tests.conftest import COUNTER, FIXTURES, SHARED, TAU_BENCH
 
 HAIKU = FIXTURES / "claude-code" / "openagents__regex-log__haiku-testgen-v2.jsonl"
 CODEX = FIXTURES / "codex" / "Trezo-Ai__codex-session.jsonl"
@@ -526,3 +530,29 @@ def test_a_message_set_holds_what_an_equal_message_key_says(
     keys = {message_key(msg) for msg in members}
     for msg in [*members, *others]:
         assert (msg in held) == (message_key(msg) in keys)
+
+
+def _every_transcript() -> list[Path]:
+    roots = [FIXTURES, *([SHARED] if SHARED.is_dir() else [])]
+    return sorted(p for r in roots for p in r.rglob("*") if p.is_file() and p.suffix != ".md")
+
+
+@pytest.mark.parametrize("path", _every_transcript(), ids=lambda p: p.name)
+def test_every_fact_of_a_transcript_is_found_in_its_own_text(path: Path) -> None:
+    # A fact is looked up as it was taken: one the check could not find in
+    # the very text it came from ("4 hours" out of "3-4 hours") would read as
+    # lost from a transcript nothing changed.
+    transcript = formats.read(
+        path.read_bytes(), path=str(path), options=ReadOptions(skip_invalid=True)
+    )
+    for session in transcript.sessions:
+        messages = ran_only(session.messages, pairing=pair(session.messages))
+        haystack = Haystack("\n".join(visible_texts(session.messages)))
+        facts = extract_facts(messages)
+        missing = [
+            item
+            for _, items in facts.categories()
+            for item in items
+            if not (haystack.mentions(item) or haystack.mentions(mask(item)))
+        ]
+        assert missing == []
