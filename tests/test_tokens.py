@@ -20,6 +20,7 @@ from ctxpack.tokens.counter import (
     IMAGE_TOKENS,
     KINDS,
     MESSAGE_OVERHEAD,
+    RECALL_CHARS,
     RECALL_MIN_CHARS,
     RECALL_TEXTS,
     TokenCounter,
@@ -175,6 +176,22 @@ def test_a_text_counts_as_the_sum_of_its_stretches(name: str, text: str) -> None
     whole = len(enc.encode_ordinary(text))
     assert sum(len(enc.encode_ordinary(part)) for part in stretches(text)) == whole
     assert TokenCounter(encoding=name).text(text * 8) == len(enc.encode_ordinary(text * 8))
+
+
+def test_the_stretches_recalled_hold_a_bounded_number_of_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TokenCounter(encoding="o200k_base")
+    monkeypatch.setattr(counter, "_count", len)
+    outputs = [f"{n} " + "x" * (RECALL_CHARS // 3) for n in range(5)]
+    for text in outputs:
+        assert counter.text(text) == len(text)
+    # Long tool outputs do not stay alive for the rest of a run: the oldest go.
+    assert list(counter._recent) == outputs[-2:]
+    assert counter._recent_chars == sum(map(len, outputs[-2:])) <= RECALL_CHARS
+    # A text longer than the whole allowance is counted, never kept.
+    assert counter.text("y" * (RECALL_CHARS + 1)) == RECALL_CHARS + 1
+    assert list(counter._recent) == outputs[-2:]
 
 
 def test_a_record_counted_again_tokenizes_only_the_sections_that_changed(

@@ -66,6 +66,9 @@ RECALL_MIN_CHARS = 256
 STRETCH_END = "\n\n"
 RECALL_STRETCH_CHARS = 16
 RECALL_TEXTS = 128
+# What the recalled stretches may hold in all: a few long tool outputs must
+# not stay alive for the rest of a run.
+RECALL_CHARS = 1 << 22
 
 _TEXT_KIND = {
     "system": "system",
@@ -110,8 +113,9 @@ class TokenCounter:
         self._rows: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._alive: list[Message] = []
         # The RECALL_TEXTS stretches of long texts `text` counted last, the
-        # least recent first.
+        # least recent first, and their characters (at most RECALL_CHARS).
         self._recent: dict[str, int] = {}
+        self._recent_chars = 0
         # None: as many processes as this machine gives us, for large inputs.
         self.workers = workers
 
@@ -189,7 +193,7 @@ class TokenCounter:
         return sum(map(self._recalled, stretches(text)))
 
     def _recalled(self, text: str) -> int:
-        if len(text) < RECALL_STRETCH_CHARS:
+        if not RECALL_STRETCH_CHARS <= len(text) <= RECALL_CHARS:
             return self._count(text)
         recent = self._recent
         # The least recently counted goes first: a template's stretches,
@@ -197,8 +201,10 @@ class TokenCounter:
         tokens = recent.pop(text, None)
         if tokens is None:
             tokens = self._count(text)
-            if len(recent) >= RECALL_TEXTS:
-                del recent[next(iter(recent))]
+            self._recent_chars += len(text)
+            while recent and (len(recent) >= RECALL_TEXTS or self._recent_chars > RECALL_CHARS):
+                self._recent_chars -= len(oldest := next(iter(recent)))
+                del recent[oldest]
         recent[text] = tokens
         return tokens
 
