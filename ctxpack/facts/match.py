@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_WORD_OR_DASH = re.compile(r"[\w-]")
+# A character that runs on into what is beside it: a fact with one at either
+# side does not stand on its own.
+JOINS = re.compile(r"[\w-]")
 _RUN = re.compile(r"[\w-]+")
 
 
@@ -42,9 +44,7 @@ def _stands_in(haystack: str, needle: str) -> bool:
     at = haystack.find(needle)
     while at >= 0:
         end = at + len(needle)
-        if not (at and _WORD_OR_DASH.match(haystack, at - 1)) and not _WORD_OR_DASH.match(
-            haystack, end
-        ):
+        if not (at and JOINS.match(haystack, at - 1)) and not JOINS.match(haystack, end):
             return True
         at = haystack.find(needle, at + 1)
     return False

@@ -13,7 +13,7 @@ import re
 import string
 from typing import Any
 
-from ctxpack.facts.match import byte_view, collapse, dedupe, folded
+from ctxpack.facts.match import JOINS, byte_view, collapse, dedupe, folded
 from ctxpack.facts.paths import URL_RE, clean_path, looks_like_path, paths_in_command
 from ctxpack.facts.sentence import sentences
 from ctxpack.filechanges import patched_files
@@ -34,7 +34,6 @@ _DOTTED_VIEW = bytes(
     ord("0") if chr(i) in string.digits else i if i == ord(".") else 32 for i in range(256)
 )
 _HEX_BEFORE = re.compile(r"[\w#-]")
-_HEX_AFTER = re.compile(r"[\w-]")
 # Versions: v1.2, 1.2.3, 3.11.4rc1, 0.36.0-nightly.20260317.2f90b46 (a
 # pre-release is part of the version); not a dotted quad (an IP address), nor
 # part of a longer dotted run, nor numbers with a leading zero ("01.27.21" is a
@@ -83,7 +82,6 @@ _NUMBER_VIEW = (
 # Neither preceded nor followed by a word character or a dash, as a fact
 # stands in a text on its own (facts.match); "$1,000x" is no "$1".
 _MONEY_RE = re.compile(r"[$€£](?>\d+(?:,\d{3})*(?:\.\d+)?)(?![\w-])")
-_MONEY_BLOCKER = re.compile(r"[\w-]")
 # "the 1990s" is a decade, not thirty seconds.
 _DECADE_RE = re.compile(r"^(?:1[0-9]|20)\d0s$")
 
@@ -257,7 +255,7 @@ def identifiers_in(text: str) -> list[str]:
             and not token.isalpha()
             and not (start and _HEX_BEFORE.match(text, start - 1))
             and not (start > 1 and text[start - 1] == "." and text[start - 2].isdigit())
-            and not _HEX_AFTER.match(text, end)
+            and not JOINS.match(text, end)
             and not (
                 start >= len(REF_PREFIX) and text.startswith(REF_PREFIX, start - len(REF_PREFIX))
             )
@@ -282,7 +280,7 @@ def values_in(text: str) -> list[str]:
     if "$" in text or "€" in text or "£" in text:
         pos = 0
         while mt := _MONEY_RE.search(text, pos):
-            if mt.start() and _MONEY_BLOCKER.match(text, mt.start() - 1):
+            if mt.start() and JOINS.match(text, mt.start() - 1):
                 pos = mt.start() + 1
                 continue
             out.append((mt.start(), mt.group(0)))

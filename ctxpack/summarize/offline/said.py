@@ -144,9 +144,10 @@ class Replies:
             elif spoke[index] == "user":
                 user_since = True
         self._quoted: dict[int, str] = {}
-        # Who spoke first in these turns, and where: the assistant's first
-        # text answers what came before them only if the user did not speak first.
-        self._first = next(((i, who) for i, who in enumerate(spoke) if who), None)
+        # The assistant's first text, where no word of the user's comes
+        # before it: it answers what came before these turns.
+        first = next(((i, who) for i, who in enumerate(spoke) if who), None)
+        self._first = first[0] if first is not None and first[1] == "assistant" else None
         # The assistant's last visible text before each message, if the user
         # has not spoken since.
         self._before: list[int | None] = [None] * len(middle)
@@ -161,12 +162,7 @@ class Replies:
     def first(self) -> str | None:
         """The reply to what came before these turns, read as a reply is from
         the assistant's first text in them; None when the user spoke first."""
-        if self._first is None or self._first[1] != "assistant":
-            return None
-        found = self._first[0]
-        if found not in self._quoted:
-            self._quoted[found] = self._reply_from(found)
-        return self._quoted[found]
+        return None if self._first is None else self._reply_at(self._first)
 
     def question_before(self, index: int) -> str | None:
         """The last question the assistant asked before the message at
@@ -182,8 +178,9 @@ class Replies:
 
     def after(self, index: int) -> str | None:
         found = self._next[index]
-        if found is None:
-            return None
+        return None if found is None else self._reply_at(found)
+
+    def _reply_at(self, found: int) -> str:
         if found not in self._quoted:
             self._quoted[found] = self._reply_from(found)
         return self._quoted[found]
