@@ -5,21 +5,31 @@ and changes no value."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from typer.testing import CliRunner
 
 from ctxpack import formats, markers
 from ctxpack import messages as m
 from ctxpack.align.budget import Budget
+from ctxpack.cli import app
+from ctxpack.facts.match import collapse
+from ctxpack.formats.base import ReadOptions
 from ctxpack.pipeline.compaction import CompressSettings, compress_transcript
 from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger
-from ctxpack.summarize.pasted import pasted_line, prose, without_screens
+from ctxpack.summarize.offline.actions import clip
+from ctxpack.summarize.offline.said import MAX_ASK, ask_quote
+from ctxpack.summarize.pasted import closing_words, pasted_line, prose, without_screens
 from ctxpack.summarize.statements import classified
 from ctxpack.summarize.template import parse
 from ctxpack.tokens.counter import TokenCounter
+from ctxpack.transcript import Transcript
 from tests.conftest import SHARED
 
 GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
+PI_OLD = SHARED / "pi-agent" / "pi-mono__session.jsonl"
 # Changelog lines of a diff, wrapped and padded to the terminal's width.
 CHANGELOG = "\n".join(
     line.ljust(72)
@@ -221,3 +231,126 @@ def test_gemini_session_pasted_screens_are_ledger_not_goals(counter: TokenCounte
 )
 def test_an_ask_is_quoted_without_the_screens_pasted_into_it(text: str, quoted: str) -> None:
     assert without_screens(text) == quoted
+
+
+# The user of the real pi session pasted a section of the docs the agent had
+# written, then asked about it (line 357 of the file, trimmed).
+IMPORTS = """## Available Imports
+
+Custom tools can import from these packages (automatically resolved by pi):
+
+| Package | Purpose |
+|---------|---------|
+| `@sinclair/typebox` | Schema definitions (`Type.Object`, `Type.String`, etc.) |
+| `@mariozechner/pi-coding-agent` | Types (`CustomToolFactory`, `ToolSessionEvent`, etc.) |
+| `@mariozechner/pi-ai` | AI utilities (`StringEnum` for Google-compatible enums) |
+
+Node.js built-in modules (`node:fs`, `node:path`, etc.) are also available.
+
+
+is this true for hooks as well? then we should document it. also the"""
+ASKED_OF_IMPORTS = "is this true for hooks as well? then we should document it. also the"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (IMPORTS, ASKED_OF_IMPORTS),
+        # A fenced block, a trace, a table: the words after it are the ask.
+        (
+            "```\nmy-skill/\n  SKILL.md\n```\n\nso this is just an example",
+            "so this is just an example",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 1\n\nwhy does it fail?',
+            "why does it fail?",
+        ),
+        ("| a | b |\n| 1 | 2 |\n\nwhy 2?\nand not 3?", "why 2?\nand not 3?"),
+        # A section runs from its heading to the last paragraph.
+        (
+            "### No To-Dos\n\nUse a file.\n\nTo-dos confuse models.\n\npoint at the todo tool",
+            "point at the todo tool",
+        ),
+        # Prose before the words: no paste just before them, no section.
+        ("```\ncode\n```\n\nSome prose.\n\n(Open file: n/a)\nbash-$", None),
+        # Nothing pasted, or nothing after the paste, or the words still in a fence.
+        ("Fix the parser.\n\nThen run the tests.", None),
+        ("why 2?\n\n| a | b |\n| 1 | 2 |", None),
+        ("look:\n\n```\ncode\n\nmore code", None),
+        ("```\ncode\n```", None),
+    ],
+)
+def test_the_words_that_close_a_message_after_a_paste(text: str, words: str | None) -> None:
+    assert closing_words(text) == words
+
+
+def test_a_long_ask_after_a_paste_is_quoted_with_its_closing_words() -> None:
+    quoted = ask_quote(IMPORTS, MAX_ASK)
+    assert quoted.startswith("## Available Imports Custom tools can import from these packages")
+    assert quoted.endswith(f"characters cut …] {ASKED_OF_IMPORTS}")
+    assert len(quoted) <= MAX_ASK
+    # What the mark counts and what it stands beside make up the whole ask.
+    head, rest = quoted.split(" [… ", 1)
+    gone = int(rest.split(" characters", 1)[0].replace(",", ""))
+    assert len(head) + gone + len(ASKED_OF_IMPORTS) == len(collapse(IMPORTS))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Short enough to quote whole.
+        "### No Built-in To-Dos\n\ncan point at the custom-tools/todo tool as well here",
+        # Long, but nothing pasted before its end: its start is quoted.
+        "Please refactor the parser. " * 20,
+    ],
+)
+def test_other_asks_are_quoted_as_they_start(text: str) -> None:
+    assert ask_quote(text, MAX_ASK) == clip(text, MAX_ASK)
+
+
+PI_ASKED = (
+    '- In the turns since the previous record, the user asked: "## Available Imports Custom'
+    " tools can import from these packages (automatically resolved by pi): | Package | Purpose"
+    " | |---------|---------| | `@sinclair/typebox` | Schema definitions (`Type.Object`, `Type."
+    f' [… 356 characters cut …] {ASKED_OF_IMPORTS}"'
+)
+
+
+@pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
+def test_the_pi_session_record_quotes_what_the_user_asked_of_a_paste(
+    counter: TokenCounter,
+) -> None:
+    """The real pi session, compacted whole: the Goal quotes the question the
+    user asked of the docs section they pasted, where it used to quote the
+    first 300 characters of the section."""
+    original = formats.read(
+        PI_OLD.read_bytes(), path=str(PI_OLD), options=ReadOptions(skip_invalid=True)
+    )
+    result, _ = compress_transcript(
+        original, counter=counter, settings=CompressSettings(force=True)
+    )
+    assert PI_ASKED in _goal(result)
+
+
+@pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
+def test_compress_on_the_command_line_quotes_the_same(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        [
+            *("compress", str(PI_OLD), "--offline", "--force", "--skip-invalid"),
+            *("-o", str(out), "--archive", str(tmp_path / "a.db")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    written = formats.read(out.read_bytes(), path=str(out), options=ReadOptions(skip_invalid=True))
+    assert PI_ASKED in _goal(written)
+
+
+def _goal(transcript: Transcript) -> list[str]:
+    record = next(
+        markers.summary_body(msg)
+        for msg in transcript.sessions[0].messages
+        if markers.is_summary(msg)
+    )
+    return parse(record)["Goal"]

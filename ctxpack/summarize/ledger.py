@@ -358,7 +358,12 @@ def cut(text: str, limit: int) -> str:
     head = plain[: limit * 2 // 3].rstrip()
     tail = plain[len(plain) - limit // 3 :].lstrip()
     gone = len(plain) - len(head) - len(tail) + earlier
-    return f"{head} [… {gone:,} characters cut …] {tail}"
+    return f"{head} {cut_mark(gone)} {tail}"
+
+
+def cut_mark(gone: int) -> str:
+    """What stands for the `gone` characters cut out of the middle of a user's words."""
+    return f"[… {gone:,} characters cut …]"
 
 
 def held(section: str) -> Callable[[str], bool]:

@@ -35,6 +35,8 @@ _COLUMNS = re.compile(r"\S {4,}\S.*\S {4,}\S")
 # A Markdown line break is two trailing spaces; a terminal pads wider.
 _MARKDOWN_BREAK = 2
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# A Markdown heading: what a user pastes from a document, rarely what they type.
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s+\S")
 
 
 def pasted_line(line: str) -> bool:
@@ -59,6 +61,35 @@ def prose(text: str) -> str:
             # Prose lines before the first pasted one stay: the user's framing.
             kept.append("\n".join(lines[: flags.index(True)]))
     return "\n\n".join(kept)
+
+
+def closing_words(text: str) -> str | None:
+    """The user's words that end a message right after something they pasted
+    into it (a fenced block, a table, a trace, a screen, or a Markdown
+    section, which runs from its heading on): its last paragraph, when that
+    is prose. None for any other message. People paste first and then say
+    what they want of it ("is this true for hooks as well?")."""
+    blocks: list[tuple[list[str], bool]] = []  # (lines, pasted)
+    lines: list[str] = []
+    pasted = inside = False
+    for line in text.strip().split("\n"):
+        if FENCE.match(line):
+            inside = not inside
+            lines.append(line)
+            pasted = True
+        elif inside or line.strip():
+            lines.append(line)
+            pasted = pasted or inside or pasted_line(line) or bool(_HEADING.match(line))
+        elif lines:
+            blocks.append((lines, pasted))
+            lines, pasted = [], False
+    if lines:
+        blocks.append((lines, pasted))
+    if len(blocks) < 2 or inside or blocks[-1][1] or _screen_width(blocks[-1][0]) is not None:
+        return None
+    # The paragraphs under a heading are the pasted section's, up to the last.
+    section = any(_HEADING.match(block[0]) for block, _ in blocks[:-1])
+    return "\n".join(blocks[-1][0]) if blocks[-2][1] or section else None
 
 
 def _screen_width(lines: list[str]) -> int | None:

@@ -10,11 +10,12 @@ from collections.abc import Collection
 from ctxpack import messages as m
 from ctxpack.facts.match import collapse, folded
 from ctxpack.facts.sentence import sentences
-from ctxpack.summarize.ledger import is_acknowledgement, user_words
+from ctxpack.redact import mask
+from ctxpack.summarize.ledger import cut_mark, is_acknowledgement, user_words
 from ctxpack.summarize.offline.actions import clip
 from ctxpack.summarize.offline.plans import plans
 from ctxpack.summarize.offline.quotes import announces, answer_quote, qualifies, with_list
-from ctxpack.summarize.pasted import without_screens
+from ctxpack.summarize.pasted import closing_words, without_screens
 from ctxpack.transcript import Message
 
 _DECISION_RE = re.compile(
@@ -51,6 +52,25 @@ _PENDING_RE = re.compile(rf'^- (?:{OPEN_QUESTION})?"([^"]+)"')
 MAX_ANSWER_WORDS = 8
 
 
+def ask_quote(raw: str, limit: int) -> str:
+    """A user's ask as a record quotes it, within about `limit` characters.
+    A longer one that ends in the user's words after something they pasted
+    shows the start of the paste and those words (up to half the room), the
+    middle cut: what they asked of it is the ask."""
+    shown = clip(without_screens(raw), limit)
+    if not shown.endswith("…"):
+        return shown
+    words = closing_words(raw)
+    if words is None:
+        return shown
+    end = clip(without_screens(words), limit // 2)
+    whole = collapse(mask(without_screens(raw)))
+    # The mark is never longer than one that counts the whole text.
+    room = limit - len(end) - len(cut_mark(len(whole))) - 2
+    head = whole[: max(0, room)].rstrip()
+    return f"{head} {cut_mark(len(whole) - len(head) - len(end))} {end}"
+
+
 class Ask:
     """A user's ask: where it was, its text, and the first sentence of the
     assistant's next visible text (None if there is none). Both texts are
@@ -66,7 +86,7 @@ class Ask:
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = clip(without_screens(self._raw), self._limit)
+            self._text = ask_quote(self._raw, self._limit)
         return self._text
 
     @property
