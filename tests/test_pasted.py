@@ -302,6 +302,8 @@ def test_a_long_ask_after_a_paste_is_quoted_with_its_closing_words() -> None:
         "### No Built-in To-Dos\n\ncan point at the custom-tools/todo tool as well here",
         # Long, but nothing pasted before its end: its start is quoted.
         "Please refactor the parser. " * 20,
+        # Short, after a paste, with an ellipsis of its own.
+        "```\nmake check\n```\n\nand then…",
     ],
 )
 def test_other_asks_are_quoted_as_they_start(text: str) -> None:

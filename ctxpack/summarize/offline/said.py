@@ -52,19 +52,19 @@ _PENDING_RE = re.compile(rf'^- (?:{OPEN_QUESTION})?"([^"]+)"')
 MAX_ANSWER_WORDS = 8
 
 
-def ask_quote(raw: str, limit: int) -> str:
-    """A user's ask as a record quotes it, within about `limit` characters.
-    A longer one that ends in the user's words after something they pasted
+def ask_quote(raw: str, limit: int = MAX_ASK) -> str:
+    """A user's ask as a record quotes it, within `limit` characters. A
+    longer one that ends in the user's words after something they pasted
     shows the start of the paste and those words (up to half the room), the
     middle cut: what they asked of it is the ask."""
-    shown = clip(without_screens(raw), limit)
-    if not shown.endswith("…"):
+    text = without_screens(raw)
+    shown = clip(text, limit)
+    if not shown.endswith("…") or (words := closing_words(raw)) is None:
         return shown
-    words = closing_words(raw)
-    if words is None:
-        return shown
+    whole = collapse(mask(text))
+    if len(whole) <= limit:
+        return shown  # its own "…" ends it
     end = clip(without_screens(words), limit // 2)
-    whole = collapse(mask(without_screens(raw)))
     # The mark is never longer than one that counts the whole text.
     room = limit - len(end) - len(cut_mark(len(whole))) - 2
     head = whole[: max(0, room)].rstrip()

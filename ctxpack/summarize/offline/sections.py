@@ -16,14 +16,7 @@ from ctxpack.summarize.offline.actions import Action, clip, without_count
 from ctxpack.summarize.offline.files import file_items, file_marks
 from ctxpack.summarize.offline.fit import Item
 from ctxpack.summarize.offline.marks import asks_only, looks_only
-from ctxpack.summarize.offline.said import (
-    MAX_ASK,
-    MAX_QUOTE,
-    NO_REPLY,
-    OPEN_QUESTION,
-    Ask,
-    ask_quote,
-)
+from ctxpack.summarize.offline.said import MAX_QUOTE, NO_REPLY, OPEN_QUESTION, Ask, ask_quote
 from ctxpack.summarize.offline.scan import Scan
 from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import COMPLETED_ACTIONS, item_key, quote
@@ -233,7 +226,7 @@ def head_goal(head: Sequence[Message]) -> list[Item]:
     for msg in head:
         body = user_words(msg)
         if body is not None:
-            asked = quote(ask_quote(body, MAX_ASK))
+            asked = quote(ask_quote(body))
             return [Item(f"- The user first asked, in the turns kept before this record: {asked}")]
     return []
 
