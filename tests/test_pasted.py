@@ -271,6 +271,13 @@ ASKED_OF_IMPORTS = "is this true for hooks as well? then we should document it. 
             "### No To-Dos\n\nUse a file.\n\nTo-dos confuse models.\n\npoint at the todo tool",
             "point at the todo tool",
         ),
+        # A heading inside a paragraph opens the section there.
+        (
+            "From the docs:\n## Setup\nRun make.\n\nThen make test.\n\nis this right?",
+            "is this right?",
+        ),
+        # A comment in a fenced block is no heading: prose follows the block.
+        ("```\n# build\nmake\n```\n\nIt builds.\n\nok?", None),
         # Prose before the words: no paste just before them, no section.
         ("```\ncode\n```\n\nSome prose.\n\n(Open file: n/a)\nbash-$", None),
         # Nothing pasted, or nothing after the paste, or the words still in a fence.

@@ -69,9 +69,9 @@ def closing_words(text: str) -> str | None:
     section, which runs from its heading on): its last paragraph, when that
     is prose. None for any other message. People paste first and then say
     what they want of it ("is this true for hooks as well?")."""
-    blocks: list[tuple[list[str], bool]] = []  # (lines, pasted)
+    blocks: list[tuple[list[str], bool, bool]] = []  # (lines, pasted, a heading in it)
     lines: list[str] = []
-    pasted = inside = False
+    pasted = headed = inside = False
     for line in text.strip().split("\n"):
         if FENCE.match(line):
             inside = not inside
@@ -79,16 +79,18 @@ def closing_words(text: str) -> str | None:
             pasted = True
         elif inside or line.strip():
             lines.append(line)
-            pasted = pasted or inside or pasted_line(line) or bool(_HEADING.match(line))
+            heading = not inside and _HEADING.match(line) is not None
+            headed = headed or heading
+            pasted = pasted or inside or heading or pasted_line(line)
         elif lines:
-            blocks.append((lines, pasted))
-            lines, pasted = [], False
+            blocks.append((lines, pasted, headed))
+            lines, pasted, headed = [], False, False
     if lines:
-        blocks.append((lines, pasted))
+        blocks.append((lines, pasted, headed))
     if len(blocks) < 2 or inside or blocks[-1][1] or _screen_width(blocks[-1][0]) is not None:
         return None
-    # The paragraphs under a heading are the pasted section's, up to the last.
-    section = any(_HEADING.match(block[0]) for block, _ in blocks[:-1])
+    # The paragraphs after a heading are the pasted section's, up to the last.
+    section = any(headed for _, _, headed in blocks[:-1])
     return "\n".join(blocks[-1][0]) if blocks[-2][1] or section else None
 
 
