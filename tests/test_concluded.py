@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.match import collapse
-from ctxpack.summarize.offline.said import last_note, last_note_at, spoken
+from ctxpack.summarize.offline.lastwords import last_note, last_note_at
+from ctxpack.summarize.offline.said import spoken
 from ctxpack.tokens.counter import TokenCounter
 from tests.conftest import TAU_BENCH
 from tests.test_offline import section, summarize

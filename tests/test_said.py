@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from ctxpack.facts.sentence import sentences
+from ctxpack.summarize.offline.lastwords import last_note
 from ctxpack.summarize.offline.plans import plans
-from ctxpack.summarize.offline.said import Replies, last_note, spoken
+from ctxpack.summarize.offline.said import Replies, spoken
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.builders import call, result

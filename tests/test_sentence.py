@@ -15,7 +15,8 @@ from ctxpack import formats
 from ctxpack.facts.sentence import sentences
 from ctxpack.facts.text import directives_in
 from ctxpack.summarize.ledger import user_words
-from ctxpack.summarize.offline.said import last_note, spoken
+from ctxpack.summarize.offline.lastwords import last_note
+from ctxpack.summarize.offline.said import spoken
 from ctxpack.summarize.statements import classified
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message

@@ -11,17 +11,9 @@ from ctxpack import messages as m
 from ctxpack.facts.extract import FactCollector, FactMemo, Facts, MessageFacts, result_command
 from ctxpack.sessionindex import SessionIndex
 from ctxpack.summarize.offline.actions import Action, make_action, settle
+from ctxpack.summarize.offline.lastwords import last_note_at
 from ctxpack.summarize.offline.marks import CHANGED, REMOVED, REVERTED, moves
-from ctxpack.summarize.offline.said import (
-    MAX_ASK,
-    MAX_QUOTE,
-    Ask,
-    Replies,
-    Said,
-    asked,
-    last_note_at,
-    spoken,
-)
+from ctxpack.summarize.offline.said import MAX_ASK, MAX_QUOTE, Ask, Replies, Said, asked, spoken
 from ctxpack.tokens import counter as tokens
 from ctxpack.tokens import forked
 from ctxpack.tooloutput import running_session
