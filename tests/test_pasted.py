@@ -30,6 +30,18 @@ from tests.conftest import SHARED
 GEMINI = SHARED / "gemini" / "gemini-cli__ntm-agentteamscli__trajectory.json"
 PI_LARGE = SHARED / "pi-agent" / "pi-mono__test__fixtures__large-session.jsonl"
 PI_OLD = SHARED / "pi-agent" / "pi-mono__session.jsonl"
+# A section of pi's README the user pasted, and what they said of it.
+CLI_PATTERN = """### CLI Tool Pattern
+
+Pi relies on CLI tools invoked via bash rather than MCP. Create a tool with a README:
+
+```bash
+screenshot.sh
+```
+
+Usage: "Read ~/agent-tools/screenshot/README.md and take a screenshot"
+
+--- from README.md, this is no longer needed. we should tell people about custom tools here."""
 # Changelog lines of a diff, wrapped and padded to the terminal's width.
 CHANGELOG = "\n".join(
     line.ljust(72)
@@ -110,6 +122,20 @@ def test_prose_lines(line: str) -> None:
         (f"You must keep this:\n{CHANGELOG}", ["constraint"]),
         # Two trailing spaces end a Markdown line: typed lines, however long.
         ("Never push to main.  \nAlways lint it all.  ", ["constraint", "constraint"]),
+        # A document's section pasted before the user's words, a fenced block
+        # in it (the pi session's, trimmed): its sentences are the document's.
+        (CLI_PATTERN, []),
+        # What comes before the section's heading is the user's.
+        (
+            "You must read this first:\n\n## Setup\n\nYou must run make.\n\n```\nmake\n```\n\n"
+            "is that right?",
+            ["constraint"],
+        ),
+        # Rules under a heading of the user's, nothing pasted by its form: theirs.
+        (
+            "## Constraints\n- Never touch prod.\n- Use Python 3.11.\n\nGo ahead.",
+            ["constraint"] * 2,
+        ),
     ],
 )
 def test_only_prose_is_classified(text: str, kinds: list[str]) -> None:
@@ -357,9 +383,58 @@ def test_compress_on_the_command_line_quotes_the_same(tmp_path: Path) -> None:
 
 
 def _goal(transcript: Transcript) -> list[str]:
-    record = next(
+    return parse(_record(transcript))["Goal"]
+
+
+def _record(transcript: Transcript) -> str:
+    return next(
         markers.summary_body(msg)
         for msg in transcript.sessions[0].messages
         if markers.is_summary(msg)
     )
-    return parse(record)["Goal"]
+
+
+API_KEYS = (
+    '- The user said: "API Keys -> API Keys & OAuth, and then make sure the Claude and'
+    ' Copilot sections have the same format"'
+)
+
+
+@pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
+@pytest.mark.parametrize("window", [16_000, 32_000])
+def test_the_pi_session_record_states_none_of_a_pasted_section(
+    counter: TokenCounter, window: int
+) -> None:
+    """The real pi session at 16k and 32k: the record listed "The user said:
+    "Pi relies on CLI tools invoked via bash rather than MCP."" and "The user
+    noted: "Usage: 'Read ~/agent-tools/screenshot/README.md and take a
+    screenshot'"", sentences of the README section the user pasted before
+    saying it was no longer needed. The user's own statements are all it lists
+    (the ledger still carries the message, section and all)."""
+    original = formats.read(
+        PI_OLD.read_bytes(), path=str(PI_OLD), options=ReadOptions(skip_invalid=True)
+    )
+    settings = CompressSettings(budget=Budget(context_length=window), force=True)
+    result, _ = compress_transcript(original, counter=counter, settings=settings)
+    stated = [line for line in _record(result).splitlines() if line.startswith("- The user ")]
+    philosophy = (
+        '- The user noted: "i think for the philosophy section, we should be inspirted by'
+        ' ../shittycodingagent.ai/src/index.html"'
+    )
+    assert stated == ([API_KEYS, philosophy] if window == 16_000 else [API_KEYS])
+
+
+@pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
+def test_compress_on_the_command_line_states_none_of_it(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        [
+            *("compress", str(PI_OLD), "--offline", "--force", "--skip-invalid"),
+            *("--context-length", "32000", "-o", str(out), "--archive", str(tmp_path / "a.db")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    written = formats.read(out.read_bytes(), path=str(out), options=ReadOptions(skip_invalid=True))
+    stated = [line for line in _record(written).splitlines() if line.startswith("- The user ")]
+    assert stated == [API_KEYS]

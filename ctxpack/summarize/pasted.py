@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 
 from ctxpack.facts.sentence import FENCE, sentences
 
@@ -44,14 +45,14 @@ def pasted_line(line: str) -> bool:
 
 
 def prose(text: str) -> str:
-    """`text` without its pasted blocks: fenced code, and every paragraph that
-    holds a pasted line, less the prose lines before it that introduce it ("So
-    this:"). A text of one line (a ledger entry) keeps its sentences that have
-    no screen characters."""
+    """`text` without its pasted blocks: a pasted document's section, fenced
+    code, and every paragraph that holds a pasted line, less the prose lines
+    before it that introduce it ("So this:"). A text of one line (a ledger
+    entry) keeps its sentences that have no screen characters."""
     if "\n" not in text:
         return " ".join(s for s in sentences(text) if not _SCREEN.search(s))
     kept: list[str] = []
-    for paragraph in _PARAGRAPH.split(_unfenced(text)):
+    for paragraph in _PARAGRAPH.split(_unfenced(_without_document(text))):
         lines = [line for line in paragraph.split("\n") if line.strip()]
         width = _screen_width(lines)
         flags = [pasted_line(line) or _padded(line, width) for line in lines]
@@ -69,29 +70,71 @@ def closing_words(text: str) -> str | None:
     section, which runs from its heading on): its last paragraph, when that
     is prose. None for any other message. People paste first and then say
     what they want of it ("is this true for hooks as well?")."""
-    blocks: list[tuple[list[str], bool, bool]] = []  # (lines, pasted, a heading in it)
-    lines: list[str] = []
-    pasted = headed = inside = False
+    blocks = _closed(text)
+    if blocks is None:
+        return None
+    section = any(block.headed for block in blocks[:-1])
+    return "\n".join(blocks[-1].lines) if blocks[-2].pasted or section else None
+
+
+def _without_document(text: str) -> str:
+    """`text` without the part of a document pasted into it: a Markdown
+    section before the user's closing words that holds something pasted by
+    its form (a fenced block, a table, a trace), from its heading on. Its
+    sentences are the document's ("Pi relies on CLI tools invoked via bash
+    rather than MCP."). A section of the user's own, rules under a heading
+    of theirs with no such block in it, stays theirs."""
+    blocks = _closed(text) if "#" in text else None
+    if blocks is None:
+        return text
+    first = next((at for at, block in enumerate(blocks[:-1]) if block.headed), None)
+    if first is None or not any(block.formed for block in blocks[first:-1]):
+        return text
+    return "\n\n".join("\n".join(block.lines) for block in [*blocks[:first], blocks[-1]])
+
+
+@dataclass
+class _Block:
+    """A paragraph of a message (a fenced block is one) and what is in it."""
+
+    lines: list[str] = field(default_factory=list)
+    formed: bool = False  # something pasted by its form: fenced, a table, a trace, a screen
+    headed: bool = False  # a Markdown heading outside a fence
+
+    @property
+    def pasted(self) -> bool:
+        return self.formed or self.headed
+
+
+def _closed(text: str) -> list[_Block] | None:
+    """The paragraphs of `text`, when the last is prose after another; else None."""
+    blocks: list[_Block] = []
+    block = _Block()
+    inside = False
     for line in text.strip().split("\n"):
         if FENCE.match(line):
             inside = not inside
-            lines.append(line)
-            pasted = True
+            block.lines.append(line)
+            block.formed = True
         elif inside or line.strip():
-            lines.append(line)
-            heading = not inside and _HEADING.match(line) is not None
-            headed = headed or heading
-            pasted = pasted or inside or heading or pasted_line(line)
-        elif lines:
-            blocks.append((lines, pasted, headed))
-            lines, pasted, headed = [], False, False
-    if lines:
-        blocks.append((lines, pasted, headed))
-    if len(blocks) < 2 or inside or blocks[-1][1] or _screen_width(blocks[-1][0]) is not None:
+            block.lines.append(line)
+            if not inside and _HEADING.match(line):
+                block.headed = True
+            elif inside or pasted_line(line):
+                block.formed = True
+        elif block.lines:
+            blocks.append(block)
+            block = _Block()
+    if block.lines:
+        blocks.append(block)
+    if (
+        len(blocks) < 2
+        or inside
+        or blocks[-1].pasted
+        or _screen_width(blocks[-1].lines) is not None
+    ):
         return None
-    # The paragraphs after a heading are the pasted section's, up to the last.
-    section = any(headed for _, _, headed in blocks[:-1])
-    return "\n".join(blocks[-1][0]) if blocks[-2][1] or section else None
+    return blocks
 
 
 def _screen_width(lines: list[str]) -> int | None:
