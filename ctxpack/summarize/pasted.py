@@ -80,7 +80,7 @@ def closing_words(text: str) -> str | None:
 def _without_document(text: str) -> str:
     """`text` without the part of a document pasted into it: a Markdown
     section before the user's closing words that holds something pasted by
-    its form (a fenced block, a table, a trace), from its heading on. Its
+    its form (a fenced block, a table, a trace, a screen), from its heading on. Its
     sentences are the document's ("Pi relies on CLI tools invoked via bash
     rather than MCP."). A section of the user's own, rules under a heading
     of theirs with no such block in it, stays theirs."""
