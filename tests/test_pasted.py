@@ -358,32 +358,47 @@ def test_the_pi_session_record_quotes_what_the_user_asked_of_a_paste(
     """The real pi session, compacted whole: the Goal quotes the question the
     user asked of the docs section they pasted, where it used to quote the
     first 300 characters of the section."""
-    original = formats.read(
-        PI_OLD.read_bytes(), path=str(PI_OLD), options=ReadOptions(skip_invalid=True)
-    )
-    result, _ = compress_transcript(
-        original, counter=counter, settings=CompressSettings(force=True)
-    )
-    assert PI_ASKED in _goal(result)
+    assert PI_ASKED in _goal(_pi_compacted(counter))
 
 
 @pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
 def test_compress_on_the_command_line_quotes_the_same(tmp_path: Path) -> None:
+    assert PI_ASKED in _goal(_pi_compressed(tmp_path))
+
+
+def _pi_compacted(counter: TokenCounter, window: int | None = None) -> Transcript:
+    """The pi session compacted through the library, at `window` tokens."""
+    original = _read(PI_OLD)
+    budget = Budget() if window is None else Budget(context_length=window)
+    settings = CompressSettings(budget=budget, force=True)
+    return compress_transcript(original, counter=counter, settings=settings)[0]
+
+
+def _pi_compressed(tmp_path: Path, *options: str) -> Transcript:
+    """The pi session as `ctxpack compress` writes it, with `options`."""
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(
         app,
         [
-            *("compress", str(PI_OLD), "--offline", "--force", "--skip-invalid"),
+            *("compress", str(PI_OLD), "--offline", "--force", "--skip-invalid", *options),
             *("-o", str(out), "--archive", str(tmp_path / "a.db")),
         ],
     )
     assert result.exit_code == 0, result.output
-    written = formats.read(out.read_bytes(), path=str(out), options=ReadOptions(skip_invalid=True))
-    assert PI_ASKED in _goal(written)
+    return _read(out)
+
+
+def _read(path: Path) -> Transcript:
+    # pi's older session holds two objects on its line 440: read past, as --skip-invalid does.
+    return formats.read(path.read_bytes(), path=str(path), options=ReadOptions(skip_invalid=True))
 
 
 def _goal(transcript: Transcript) -> list[str]:
     return parse(_record(transcript))["Goal"]
+
+
+def _stated(transcript: Transcript) -> list[str]:
+    return [line for line in _record(transcript).splitlines() if line.startswith("- The user ")]
 
 
 def _record(transcript: Transcript) -> str:
@@ -411,30 +426,14 @@ def test_the_pi_session_record_states_none_of_a_pasted_section(
     screenshot'"", sentences of the README section the user pasted before
     saying it was no longer needed. The user's own statements are all it lists
     (the ledger still carries the message, section and all)."""
-    original = formats.read(
-        PI_OLD.read_bytes(), path=str(PI_OLD), options=ReadOptions(skip_invalid=True)
-    )
-    settings = CompressSettings(budget=Budget(context_length=window), force=True)
-    result, _ = compress_transcript(original, counter=counter, settings=settings)
-    stated = [line for line in _record(result).splitlines() if line.startswith("- The user ")]
     philosophy = (
         '- The user noted: "i think for the philosophy section, we should be inspirted by'
         ' ../shittycodingagent.ai/src/index.html"'
     )
-    assert stated == ([API_KEYS, philosophy] if window == 16_000 else [API_KEYS])
+    expected = [API_KEYS, philosophy] if window == 16_000 else [API_KEYS]
+    assert _stated(_pi_compacted(counter, window)) == expected
 
 
 @pytest.mark.skipif(not PI_OLD.exists(), reason=f"shared transcripts not found at {SHARED}")
 def test_compress_on_the_command_line_states_none_of_it(tmp_path: Path) -> None:
-    out = tmp_path / "out.jsonl"
-    result = CliRunner().invoke(
-        app,
-        [
-            *("compress", str(PI_OLD), "--offline", "--force", "--skip-invalid"),
-            *("--context-length", "32000", "-o", str(out), "--archive", str(tmp_path / "a.db")),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    written = formats.read(out.read_bytes(), path=str(out), options=ReadOptions(skip_invalid=True))
-    stated = [line for line in _record(written).splitlines() if line.startswith("- The user ")]
-    assert stated == [API_KEYS]
+    assert _stated(_pi_compressed(tmp_path, "--context-length", "32000")) == [API_KEYS]
