@@ -282,14 +282,16 @@ def stretches(text: str) -> Iterator[str]:
     """`text` cut after the blank lines where its count is the sum of its
     parts' (see STRETCH_END)."""
     parts = text.split(STRETCH_END)
-    held = parts[0]
+    # The parts of the stretch in hand, joined once it ends: a text of many
+    # blank lines before indented ones (code) is not copied again at each.
+    held = [parts[0]]
     for part in parts[1:]:
         if part and not part[0].isspace() and part[0] != "/":
-            yield held + STRETCH_END
-            held = part
+            yield STRETCH_END.join(held) + STRETCH_END
+            held = [part]
         else:
-            held = f"{held}{STRETCH_END}{part}"
-    yield held
+            held.append(part)
+    yield STRETCH_END.join(held)
 
 
 def build_before_fork(encoding: str, *, chars: int, processes: int) -> None:
