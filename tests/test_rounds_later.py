@@ -110,8 +110,8 @@ def test_an_update_ranks_the_files_edited_earlier_before_those_the_new_turns_onl
     # Ranked as one round ranks its files (those the tools named, most recent
     # first, then those only words named), the third round of the large pi
     # session has room for the tests and the selector the earlier rounds
-    # edited, not for an installed copy of a theme, a folder and screenshots
-    # its turns only mention.
+    # edited, not for an installed copy of a theme or screenshots its turns
+    # only mention; what only words named comes after every file a tool named.
     *_, third = _rounds(PI_LARGE, 32000, 3)
     files = third["Relevant Files"]
     for edited in (
@@ -122,5 +122,9 @@ def test_an_update_ranks_the_files_edited_earlier_before_those_the_new_turns_onl
         assert edited in files
     dark = "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/dist/theme/dark.json"
     assert f"- {dark} — mentioned" not in files
-    assert "- ~/workspaces/pi-mono — mentioned" not in files
+    assert files[-3:] == [
+        "- packages/coding-agent/src/tui/model-selector.ts — read",
+        "- settings.json — mentioned",
+        "- ~/workspaces/pi-mono — mentioned",
+    ]
     assert not [text for text in files if "Screenshot" in text]

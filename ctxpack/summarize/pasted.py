@@ -2,7 +2,8 @@
 it: terminal screens, listings, tables, stack traces, code blocks. The ledger
 carries a pasted block with the rest of the message (it is the user's to show);
 only the prose is read for goals, constraints, facts and changed values: a
-box-drawn dialog or a crash log states nothing the user asked for."""
+box-drawn dialog or a crash log states nothing the user asked for. A file the
+user dropped into the message is an attachment, not a sentence of theirs."""
 
 from __future__ import annotations
 
@@ -38,6 +39,36 @@ _MARKDOWN_BREAK = 2
 _PARAGRAPH = re.compile(r"\n\s*\n")
 # A Markdown heading: what a user pastes from a document, rarely what they type.
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+\S")
+
+
+# A file dropped into a terminal arrives as its absolute path, quoted or with
+# its spaces escaped where it has any: '/Users/me/Shot 1.png', /tmp/a\ b.log.
+# A bare path with no space is as likely typed, and is read as before.
+_DROPPED = re.compile(
+    r"""(?:'(?P<single>(?:/|[A-Za-z]:\\)[^'\n]+)'
+      |"(?P<double>(?:/|[A-Za-z]:\\)[^"\n]+)"
+      |(?P<bare>/(?:[^\s'"`\\]|\\.)*\\\ (?:[^\s'"`\\]|\\.)*))
+    (?:\s+|$)""",
+    re.VERBOSE,
+)
+# The file name a dropped path ends in: a name with an extension.
+_FILE_NAME = re.compile(r"[^/\\]*[^/\\\s.][^/\\]*\.[A-Za-z0-9]{1,8}")
+
+
+def dropped_file(sentence: str) -> tuple[str, str] | None:
+    """The path of a file dropped at the start of a sentence, and the words
+    after it ("" where the path is the whole sentence); None where the
+    sentence does not open with one. A dropped file is what the user showed,
+    not a note of theirs."""
+    mt = _DROPPED.match(sentence.strip())
+    if mt is None:
+        return None
+    single, double, bare = mt.group("single", "double", "bare")
+    path = single or double or re.sub(r"\\(.)", r"\1", bare)
+    name = re.split(r"[/\\]", path)[-1]
+    if path.count("/") + path.count("\\") < 2 or not _FILE_NAME.fullmatch(name):
+        return None
+    return path, sentence.strip()[mt.end() :]
 
 
 def pasted_line(line: str) -> bool:
@@ -106,8 +137,32 @@ class _Block:
         return self.formed or self.headed
 
 
+def ends_in_screen(text: str) -> bool:
+    """The message ends in a terminal screen the user copied (its prompts,
+    its frame): what follows their last words is no words of theirs. A
+    trace or a log may end in the error; a screen ends in a prompt."""
+    blocks, _ = _paragraphs(text)
+    if len(blocks) < 2:
+        return False
+    lines = blocks[-1].lines
+    return any(_SCREEN.search(line) for line in lines) or _screen_width(lines) is not None
+
+
 def _closed(text: str) -> list[_Block] | None:
     """The paragraphs of `text`, when the last is prose after another; else None."""
+    blocks, inside = _paragraphs(text)
+    if (
+        len(blocks) < 2
+        or inside
+        or blocks[-1].pasted
+        or _screen_width(blocks[-1].lines) is not None
+    ):
+        return None
+    return blocks
+
+
+def _paragraphs(text: str) -> tuple[list[_Block], bool]:
+    """The paragraphs of `text`, and whether a fence is left open at its end."""
     blocks: list[_Block] = []
     block = _Block()
     inside = False
@@ -127,14 +182,7 @@ def _closed(text: str) -> list[_Block] | None:
             block = _Block()
     if block.lines:
         blocks.append(block)
-    if (
-        len(blocks) < 2
-        or inside
-        or blocks[-1].pasted
-        or _screen_width(blocks[-1].lines) is not None
-    ):
-        return None
-    return blocks
+    return blocks, inside
 
 
 def _screen_width(lines: list[str]) -> int | None:
@@ -167,6 +215,18 @@ def _unfenced(text: str) -> str:
 
 
 _FRAME = re.compile(f"[{_FRAME_CHARS}]")
+# A border drawn as wide as the terminal was, or the edges of boxes side by
+# side: one frame character repeated, spaces or not between.
+_BORDER = re.compile(f"([{_FRAME_CHARS}])(?:\\s*\\1)+")
+
+
+def thin_borders(text: str) -> str:
+    """`text` with each run of one frame character cut to one: a copied
+    screen's borders span the terminal's width and say nothing, where the
+    words inside them do (a ledger entry keeps a pasted screen)."""
+    return _BORDER.sub(r"\1", text) if _FRAME.search(text) else text
+
+
 # What stands for a pasted screen left out of a quote.
 SCREEN_LEFT_OUT = "[a pasted screen]"
 

@@ -16,9 +16,10 @@ from typing import Literal
 
 from ctxpack.facts.sentence import sentences
 from ctxpack.facts.text import DROP_HABIT, states_a_rule, values_in
-from ctxpack.summarize.pasted import prose
+from ctxpack.summarize.pasted import dropped_file, prose
 
-Kind = Literal["constraint", "goal", "fact"]
+# "file": a file the user dropped into the message (its path).
+Kind = Literal["constraint", "goal", "fact", "file"]
 
 _LABEL_RE = re.compile(
     r"^\W{0,4}(?P<label>[A-Za-z][A-Za-z /&'-]{0,28}?)\W{0,4}\s*(?::|\s-\s|—)\s*", re.IGNORECASE
@@ -273,9 +274,15 @@ Classify = Callable[[str], list[tuple[Kind, str]]]
 
 def classified(text: str) -> list[tuple[Kind, str]]:
     """Every sentence the user wrote in a message (not what they pasted) that
-    has a kind, with it, in order."""
+    has a kind, with it, in order; a file they dropped into it, by its path."""
     out: list[tuple[Kind, str]] = []
     for sentence in sentences(prose(text)):
+        dropped = dropped_file(sentence)
+        if dropped is not None:
+            path, sentence = dropped
+            out.append(("file", path))
+            if not sentence:
+                continue
         kind = kind_of(sentence)
         if kind is not None:
             out.append((kind, sentence))

@@ -235,6 +235,7 @@ _STATED = {
     "constraint": ("Constraints & Preferences", "The user said"),
     "goal": ("Goal", "The user stated"),
     "fact": ("Critical Context", "The user noted"),
+    "file": ("Critical Context", "The user attached"),
 }
 
 
@@ -260,7 +261,9 @@ def _add_statements(
             if names_replaced(sentence.lower()):
                 continue
             heading, lead = _STATED[kind]
-            quoted = quote(mask(clip(sentence, MAX_QUOTE)))
+            shown = mask(clip(sentence, MAX_QUOTE))
+            # A path is shown as a path: quoting it would read as their words.
+            quoted = f"`{shown}`" if kind == "file" else quote(shown)
             if heading == "Goal" and quoted[1:-1] in asks:
                 continue
             found[heading].append(Item(f"- {lead}: {quoted}", order=position))
