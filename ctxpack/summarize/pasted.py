@@ -60,7 +60,8 @@ def dropped_file(sentence: str) -> tuple[str, str] | None:
     after it ("" where the path is the whole sentence); None where the
     sentence does not open with one. A dropped file is what the user showed,
     not a note of theirs."""
-    mt = _DROPPED.match(sentence.strip())
+    sentence = sentence.strip()
+    mt = _DROPPED.match(sentence)
     if mt is None:
         return None
     single, double, bare = mt.group("single", "double", "bare")
@@ -68,7 +69,7 @@ def dropped_file(sentence: str) -> tuple[str, str] | None:
     name = re.split(r"[/\\]", path)[-1]
     if path.count("/") + path.count("\\") < 2 or not _FILE_NAME.fullmatch(name):
         return None
-    return path, sentence.strip()[mt.end() :]
+    return path, sentence[mt.end() :]
 
 
 def pasted_line(line: str) -> bool:
