@@ -71,6 +71,9 @@ CHANGELOG = "\n".join(
         "$ npm run check",
         "},",
         "main.py      must      never",
+        # What Node prints after a crash's trace.
+        "Node.js v23.4.0",
+        "Waiting for the debugger to disconnect...",
     ],
 )
 def test_pasted_lines(line: str) -> None:
@@ -87,6 +90,9 @@ def test_pasted_lines(line: str) -> None:
         "Budget cap is $500 total.",
         "Deploy to us-west-2 by 2026-11-15 (JUDGE-004).",
         "a | b",
+        # A line of the user's may name an error; it is not pasted for that.
+        "Error: the build fails on CI, never skip the tests.",
+        "We must support Node.js v23.4.0 and later.",
     ],
 )
 def test_prose_lines(line: str) -> None:

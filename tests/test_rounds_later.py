@@ -96,8 +96,11 @@ def test_a_third_round_leads_only_its_own_turns_first_ask_as_since_the_previous_
         ' dark theme, the dim is too dim"'
     )
     assert f"- In the turns since the previous record, the user asked: {dim}" in second["Goal"]
-    # The second round's ask came before the record the third updates.
-    assert third["Goal"][2:] == [
+    # The second round's ask came before the record the third updates. Where
+    # room is short, the new turns' ask and state are kept before the earlier
+    # Goal's later items: the first round's "The user stated: "we need to fix
+    # the tui test sources."" gives way.
+    assert third["Goal"][1:] == [
         f"- In turns before the previous record, the user asked: {dim}",
         '- The user stated: "ok, now we need to adjust the light theme accordingly."',
         "- In the turns since the previous record, the user asked:"
@@ -110,8 +113,8 @@ def test_an_update_ranks_the_files_edited_earlier_before_those_the_new_turns_onl
     # Ranked as one round ranks its files (those the tools named, most recent
     # first, then those only words named), the third round of the large pi
     # session has room for the tests and the selector the earlier rounds
-    # edited, not for an installed copy of a theme or screenshots its turns
-    # only mention; what only words named comes after every file a tool named.
+    # edited, not for an installed copy of a theme, a folder and screenshots
+    # its turns only mention.
     *_, third = _rounds(PI_LARGE, 32000, 3)
     files = third["Relevant Files"]
     for edited in (
@@ -122,9 +125,5 @@ def test_an_update_ranks_the_files_edited_earlier_before_those_the_new_turns_onl
         assert edited in files
     dark = "/opt/homebrew/lib/node_modules/@mariozechner/pi-coding-agent/dist/theme/dark.json"
     assert f"- {dark} — mentioned" not in files
-    assert files[-3:] == [
-        "- packages/coding-agent/src/tui/model-selector.ts — read",
-        "- settings.json — mentioned",
-        "- ~/workspaces/pi-mono — mentioned",
-    ]
+    assert "- ~/workspaces/pi-mono — mentioned" not in files
     assert not [text for text in files if "Screenshot" in text]

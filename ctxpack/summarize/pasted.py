@@ -26,6 +26,8 @@ _PASTED_LINE = re.compile(
       | at\s+\S+.*:\d+\)?                       # a JavaScript or Java stack frame
       | File\s".*",\sline\s\d+.*                # a Python stack frame
       | Traceback\s\(most\srecent\scall\slast\):
+      | Node\.js\sv\d+\.\d+\.\d+                    # Node's last words after an uncaught error
+      | Waiting\sfor\sthe\sdebugger\sto\sdisconnect\.\.\.
       | [-dlcbps][rwxsStT-]{9}[.@+]?\s.*        # ls -l
       | \$\s\S.*                                # a shell prompt
       | [{}\[\]]+,?                             # a brace alone on its line

@@ -114,6 +114,16 @@ def _old(items: Sequence[str]) -> list[Item]:
     return [Item(text) for text in items]
 
 
+def _goal(old: Sequence[str], new: Sequence[Item]) -> list[Item]:
+    """The earlier Goal, then the new turns' (their ask, their newest state):
+    shown in that order, but where room is short the task the earlier Goal
+    opens with and the new turns' items are kept before its later ones."""
+    kept = unique([Item(text, order=at) for at, text in enumerate(old)], new)
+    earlier, added = kept[: len(old)], kept[len(old) :]
+    added = [Item(item.text, order=len(old) + item.order) for item in added]
+    return [*earlier[:1], *added, *earlier[1:]]
+
+
 class _Finished:
     """What the new turns completed successfully: targets and command heads."""
 
@@ -198,7 +208,7 @@ def merge_previous(
     merged["Historical Task Snapshot"] = snapshot
     # Two asks led as the new turns' own would leave the model to guess which is.
     asked = [text.replace(ASKED_SINCE, ASKED_BEFORE, 1) for text in old["Goal"]]
-    merged["Goal"] = unique(_old(asked), new["Goal"])
+    merged["Goal"] = _goal(asked, new["Goal"])
     merged["Constraints & Preferences"] = _rules(
         old["Constraints & Preferences"], new["Constraints & Preferences"], held
     )
