@@ -118,10 +118,10 @@ def _goal(old: Sequence[str], new: Sequence[Item]) -> list[Item]:
     """The earlier Goal, then the new turns' (their ask, their newest state):
     shown in that order, but where room is short the task the earlier Goal
     opens with and the new turns' items are kept before its later ones."""
-    kept = unique([Item(text, order=at) for at, text in enumerate(old)], new)
-    earlier, added = kept[: len(old)], kept[len(old) :]
-    added = [Item(item.text, order=len(old) + item.order) for item in added]
-    return [*earlier[:1], *added, *earlier[1:]]
+    earlier = unique([Item(text, order=at) for at, text in enumerate(old)])
+    added = unique(earlier, new)[len(earlier) :]
+    shown = [Item(item.text, order=len(old) + item.order) for item in added]
+    return [*earlier[:1], *shown, *earlier[1:]]
 
 
 class _Finished:
