@@ -249,6 +249,12 @@ def test_a_round_through_the_cli(tmp_path: Path) -> None:
         ("Don't have the parser return None.", "constraint"),
         ("The API must have pagination.", "constraint"),
         ("Make sure the total cost doesn't exceed $500.", "constraint"),
+        # A budget's cap is a rule (the airline users' in tau-bench); a price is a fact.
+        ("I'm willing to pay up to $600 for the business class upgrades.", "constraint"),
+        ("I really need the flight on May 24 to fit under $1,000 for any upgrades.", "constraint"),
+        ("Keep the total below $300 please.", "constraint"),
+        ("It cost under $200 last year.", "fact"),
+        ("It costs up to $20 to change a seat.", "fact"),
         ("I don't remember the ID, but never push to main.", "constraint"),
         ("Always run the tests before a commit.", "constraint"),
         ("Use only the standard library.", "constraint"),
@@ -294,6 +300,22 @@ def test_the_cli_record_of_tau_bench_states_an_ask_once(tmp_path: Path) -> None:
         ' "I would like to cancel all of these reservations, s\'il vous plaît."'
     ]
     assert record["Constraints & Preferences"] == []
+
+
+@pytest.mark.parametrize(
+    ("at", "rule"),
+    [
+        (14, "I'm willing to pay up to $600 for the business class upgrades."),
+        (67, "I really need the flight on May 24 to fit under $1,000 for any upgrades."),
+    ],
+)
+def test_the_cli_record_of_tau_bench_lists_a_budget_as_a_rule(
+    tmp_path: Path, at: int, rule: str
+) -> None:
+    # It was listed in Critical Context as "The user noted: …".
+    record = cli_record(TAU_BENCH, tmp_path, at=at)
+    assert f'- The user said: "{rule}"' in record["Constraints & Preferences"]
+    assert not [line for line in record["Critical Context"] if rule in line]
 
 
 def summarize(middle: list[Message], previous: str | None = None) -> str:

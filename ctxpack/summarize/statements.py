@@ -95,6 +95,8 @@ _MODAL_RE = re.compile(
     r"\b(?:must(?:n['’]t| not)?|never|always|do not|don['’]t|does not|doesn['’]t"
     r"|should(?:n['’]t| not)?|only|prefer(?:s|red|ably|ence)?|please use|avoid|make sure"
     r"|ensure|no more than|at most|at least|not allowed|forbidden|required?|cap(?:ped)?"
+    # A budget's cap: "pay up to $600", "fit under $1,000".
+    r"|(?:(?:pay|spend) up to|(?:fit|stay|be|keep(?: \w+){0,2}) (?:under|below)) [$€£](?=\d)"
     r"|limit(?:ed)? to|under no circumstances|stick (?:to|with)|instead|refrain|keep it"
     # "I'd like it terse" is a preference; "I would like to cancel it" asks for a change.
     r"|(?:i|we)(?: really)?(?: would|['’]d) like(?! to\b)"
