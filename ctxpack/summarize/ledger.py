@@ -53,71 +53,13 @@ _CUT_END = "characters cut …]"
 _CUT_RE = re.compile(rf" \[… ([\d,]+) {_CUT_END}(?: |$)")
 # The words of a line that only acknowledges: the user's "ok, go ahead",
 # "thanks", the assistant's "You're absolutely right!", "Good question!".
-_ACKS = frozenset(
-    [
-        "a",
-        "absolutely",
-        "agreed",
-        "ah",
-        "ahead",
-        "awesome",
-        "catch",
-        "certainly",
-        "continue",
-        "cool",
-        "correct",
-        "course",
-        "do",
-        "done",
-        "exactly",
-        "excellent",
-        "go",
-        "going",
-        "good",
-        "got",
-        "great",
-        "i",
-        "idea",
-        "indeed",
-        "it",
-        "k",
-        "keep",
-        "kk",
-        "lgtm",
-        "lot",
-        "next",
-        "nice",
-        "no",
-        "of",
-        "oh",
-        "ok",
-        "okay",
-        "on",
-        "perfect",
-        "please",
-        "point",
-        "proceed",
-        "question",
-        "re",
-        "right",
-        "see",
-        "sounds",
-        "sure",
-        "thank",
-        "thanks",
-        "that",
-        "thx",
-        "true",
-        "ty",
-        "understood",
-        "works",
-        "y",
-        "yeah",
-        "yep",
-        "yes",
-        "you",
-    ]
-)
+_ACK_WORDS = """
+    a absolutely agreed ah ahead awesome catch certainly continue cool correct course do done
+    exactly excellent go going good got great i idea indeed it k keep kk lgtm lot next nice no
+    of oh ok okay on perfect please point proceed question re right see sounds sure thank
+    thanks that thx true ty understood works y yeah yep yes you
+"""
+_ACKS = frozenset(_ACK_WORDS.split())
 
 
 def user_words(msg: Message) -> str | None:
