@@ -26,8 +26,9 @@ from ctxpack.summarize.ledger import LEDGER_HEADING, Ledger, cut, user_messages
 from ctxpack.summarize.offline.summarizer import OfflineSummarizer
 from ctxpack.summarize.pasted import prose
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.statements import Change, changes, kind_of, values_of
+from ctxpack.summarize.statements import kind_of
 from ctxpack.summarize.template import parse
+from ctxpack.summarize.values import Change, changes, values_of
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 from tests.conftest import TAU_BENCH
@@ -566,11 +567,11 @@ def test_the_latest_word_on_each_value() -> None:
 
 @given(st.text(alphabet="ab .;!?\n,Zz9", max_size=40), st.data())
 def test_a_values_context_is_the_clause_before_it(text: str, data: st.DataObject) -> None:
-    from ctxpack.summarize import statements
+    from ctxpack.summarize import values
 
     start = data.draw(st.integers(0, len(text)))
     clause = re.split(r"[.;!?\n]", text[:start])[-1]
-    words = [w.lower() for w in statements._WORD_RE.findall(clause)]
-    content = [w for w in words if w not in statements.STOP_WORDS and len(w) > 1]
-    expected = frozenset(statements.stem(w) for w in content[-statements._CONTEXT_WORDS :])
-    assert statements._context(text, start) == expected
+    words = [w.lower() for w in values._WORD_RE.findall(clause)]
+    content = [w for w in words if w not in values.STOP_WORDS and len(w) > 1]
+    expected = frozenset(values.stem(w) for w in content[-values._CONTEXT_WORDS :])
+    assert values._context(text, start) == expected

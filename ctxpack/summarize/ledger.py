@@ -27,8 +27,9 @@ from ctxpack.printed import REMINDER_BLOCK
 from ctxpack.redact import mask
 from ctxpack.summarize.pasted import ends_in_screen, prose, thin_borders
 from ctxpack.summarize.protocol import SummaryRequest
-from ctxpack.summarize.statements import Change, Classify, changes, classified
+from ctxpack.summarize.statements import Classify, classified
 from ctxpack.summarize.template import left_out, parse
+from ctxpack.summarize.values import Change, changes
 from ctxpack.tokens.counter import TokenCounter
 from ctxpack.transcript import Message
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ctxpack.facts.text import QUIT_HABIT
-from ctxpack.summarize.statements import STOP_WORDS, stem
+from ctxpack.summarize.values import STOP_WORDS, stem
 
 _NOT = r"(?:n['’]t|\s+not)"
 # Told to the agent, not said of a thing ("it may stop working"): where a
